@@ -1,0 +1,183 @@
+"""Backends: the protocol every backend implements, and the registry that finds them.
+
+Built-in backends register here by import path (so nothing heavy is imported until a backend is
+acquired); third-party backends register through the ``vyre_decl.backends`` entry-point group,
+whose entry points load either a ``BackendInfo`` or a zero-argument factory.
+``acquire("auto")`` gives the available backend of highest precedence.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from ..ir.diagnostics import VyreError
+from ..ir.nodes import Program
+from .config import DEFAULT_CONFIG, DispatchConfig
+
+__all__ = [
+    "Backend",
+    "Pipeline",
+    "BackendInfo",
+    "DispatchConfig",
+    "DEFAULT_CONFIG",
+    "register_backend",
+    "backends",
+    "acquire",
+    "ENTRY_POINT_GROUP",
+    "CAPABILITIES",
+]
+
+ENTRY_POINT_GROUP = "vyre_decl.backends"
+
+# Capability flags a backend may declare.
+CAPABILITIES = frozenset(
+    {
+        "f64",  # f64 arithmetic
+        "i64",  # 64-bit integer arithmetic
+        "atomics",  # atomic read-modify-write on global memory
+        "workgroup_memory",  # workgroup (shared) buffers and barriers
+        "workgroup_atomics",  # atomics on workgroup buffers
+        "resident_buffers",  # allocate/upload/download/dispatch_resident
+        "async",  # dispatch_async
+        "timed",  # dispatch_timed with device time
+        "graphs",  # captured dispatch sequences
+        "exact_f32",  # IEEE binary32 with subnormals, no flush-to-zero
+    }
+)
+
+Inputs = Sequence[Any] | Mapping[str, Any]
+
+
+@runtime_checkable
+class Pipeline(Protocol):
+    """A program compiled for one backend; dispatch it many times with new inputs."""
+
+    program: Program
+
+    def dispatch(self, inputs: Inputs, config: DispatchConfig | None = None) -> list[np.ndarray]: ...
+
+
+@runtime_checkable
+class Backend(Protocol):
+    name: str
+    capabilities: frozenset[str]
+
+    def dispatch(self, program: Program, inputs: Inputs, config: DispatchConfig | None = None) -> list[np.ndarray]: ...
+
+    def compile(self, program: Program, config: DispatchConfig | None = None) -> Pipeline: ...
+
+
+@dataclass(frozen=True)
+class BackendInfo:
+    """How to make a backend. ``factory`` is a callable or a ``"module:attribute"`` path;
+    ``available`` (callable or path) says whether it can run here (e.g. a GPU is present)."""
+
+    name: str
+    factory: Callable[[], Backend] | str
+    precedence: int = 0
+    capabilities: frozenset[str] = frozenset()
+    available: Callable[[], bool] | str | None = None
+    source: str = "vyre_decl"
+    summary: str = ""
+
+    def is_available(self) -> bool:
+        check = _resolve(self.available) if self.available is not None else None
+        try:
+            return bool(check()) if check is not None else True
+        except Exception:  # noqa: BLE001 - a broken probe means "not available", never a crash
+            return False
+
+    def make(self) -> Backend:
+        return _resolve(self.factory)()
+
+
+def _resolve(target: Any) -> Any:
+    if isinstance(target, str):
+        module, _, attr = target.partition(":")
+        return getattr(importlib.import_module(module), attr)
+    return target
+
+
+_lock = threading.RLock()
+_infos: dict[str, BackendInfo] = {}
+_instances: dict[str, Backend] = {}
+_entry_points_loaded = False
+
+
+def register_backend(info: BackendInfo, *, replace: bool = False) -> None:
+    """Add a backend. Registering a taken name is an error unless ``replace``."""
+    unknown = info.capabilities - CAPABILITIES
+    if unknown:
+        raise VyreError.one("B002", f"unknown capability flag(s) {sorted(unknown)}", f"backend {info.name!r}",
+                            f"use flags from vyre_decl.backends.CAPABILITIES: {sorted(CAPABILITIES)}")
+    with _lock:
+        if info.name in _infos and not replace:
+            other = _infos[info.name]
+            raise VyreError.one("B003", f"backend name {info.name!r} is already registered by {other.source}",
+                                f"backend {info.name!r} from {info.source}", "pick another name or pass replace=True")
+        _infos[info.name] = info
+        _instances.pop(info.name, None)
+
+
+def _load_entry_points() -> None:
+    global _entry_points_loaded
+    if _entry_points_loaded:
+        return
+    _entry_points_loaded = True
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            obj = ep.load()
+            info = obj if isinstance(obj, BackendInfo) else BackendInfo(ep.name, obj, source=ep.value)
+            register_backend(info)
+        except Exception as exc:  # noqa: BLE001 - a broken plugin must not break vyre_decl
+            warnings.warn(f"vyre_decl: backend entry point {ep.name!r} ({ep.value}) failed to load: {exc}",
+                          RuntimeWarning, stacklevel=2)
+
+
+def backends() -> list[BackendInfo]:
+    """Every registered backend, highest precedence first."""
+    with _lock:
+        _load_entry_points()
+        return sorted(_infos.values(), key=lambda i: (-i.precedence, i.name))
+
+
+def acquire(name: str = "auto") -> Backend:
+    """The backend called ``name`` (one instance per process), or with ``"auto"`` the available
+    backend of highest precedence."""
+    with _lock:
+        infos = backends()
+        if name == "auto":
+            for info in infos:
+                if info.is_available():
+                    name = info.name
+                    break
+        info_by_name = {i.name: i for i in infos}
+        if name not in info_by_name:
+            raise VyreError.one("B001", f"no backend named {name!r}", "acquire",
+                                f"use one of: auto, {', '.join(info_by_name)}")
+        if name not in _instances:
+            info = info_by_name[name]
+            if not info.is_available():
+                raise VyreError.one("B004", f"backend {name!r} is not available on this machine", "acquire",
+                                    'use acquire("auto") or acquire("reference")')
+            _instances[name] = info.make()
+        return _instances[name]
+
+
+register_backend(
+    BackendInfo(
+        "reference",
+        "vyre_decl.backends.reference:ReferenceBackend",
+        precedence=0,
+        capabilities=frozenset({"f64", "i64", "atomics", "workgroup_memory", "workgroup_atomics", "exact_f32"}),
+        summary="CPU reference interpreter (numpy); the executable semantics",
+    )
+)

@@ -1,0 +1,192 @@
+"""The host calling convention, shared by every backend.
+
+Inputs are the non-output, non-workgroup buffers in declaration order (a sequence, or a mapping
+by buffer name); each is a numpy array of the buffer's storage dtype (bool buffers also take
+numpy bool arrays), raw bytes, or a list/tuple of values. Outputs (``write`` buffers, buffers
+flagged ``output``, and ``read_write`` inputs) are returned in declaration order; outputs are
+allocated and zero-filled. Every check happens before any work, and each error names the buffer
+and ends with a Fix.
+
+Codes: D001 input count, D002 dtype, D003 size, D004 bytes length, D005 grid, D006 unknown
+buffer name, D007 too many elements, D008 bad config.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final, Mapping, Sequence
+
+import numpy as np
+
+from ..ir.diagnostics import VyreError
+from ..ir.nodes import (
+    Access,
+    Assign,
+    Atomic,
+    Block,
+    BufferDecl,
+    Expr,
+    If,
+    Let,
+    Loop,
+    Node,
+    Op,
+    Program,
+    Region,
+    Select,
+    Store,
+)
+from ..ir.types import DataType
+from .config import DispatchConfig
+
+__all__ = ["Launch", "prepare", "infer_grid", "host_output", "MAX_ELEMENTS"]
+
+MAX_ELEMENTS: Final = 2**32 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """Validated dispatch arguments: storage arrays for every non-workgroup buffer (inputs
+    contiguous, read_write inputs copied, outputs zero-filled), all counts, and the grid."""
+
+    memory: dict[str, np.ndarray]
+    counts: dict[str, int]
+    grid: tuple[int, int, int]
+    workgroup: tuple[int, int, int]
+
+
+def _fail(code: str, message: str, where: str, fix: str) -> VyreError:
+    return VyreError.one(code, message, where, fix)
+
+
+def _as_storage(decl: BufferDecl, value: Any) -> np.ndarray:
+    where = f"buffer {decl.name!r}"
+    want = decl.dtype.storage_dtype
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        raw = memoryview(value).cast("B")
+        if raw.nbytes % want.itemsize:
+            raise _fail("D004", f"{raw.nbytes} bytes is not a whole number of {decl.dtype} elements "
+                        f"({want.itemsize} bytes each)", where, f"pass a multiple of {want.itemsize} bytes")
+        return np.frombuffer(raw, dtype=want)
+    if isinstance(value, (list, tuple)):
+        try:
+            return np.ascontiguousarray(np.asarray(value, dtype=decl.dtype.numpy_dtype).astype(want))
+        except (OverflowError, ValueError, TypeError) as exc:
+            raise _fail("D002", f"cannot convert the list to {decl.dtype}: {exc}", where,
+                        f"pass values that fit {decl.dtype}") from None
+    if not isinstance(value, np.ndarray):
+        raise _fail("D002", f"expected a numpy array, bytes or a list, got {type(value).__name__}", where,
+                    f"pass np.asarray(..., dtype=np.{want.name})")
+    if decl.dtype is DataType.BOOL and value.dtype == np.bool_:
+        return value.ravel().astype(np.uint32)
+    if value.dtype != want:
+        hint = "np.bool_ or np.uint32 words" if decl.dtype is DataType.BOOL else f"np.{want.name}"
+        if decl.dtype is DataType.BF16:
+            hint += " (bf16 bit patterns)"
+        raise _fail("D002", f"expected {decl.dtype} elements ({hint}), got a {value.dtype} array", where,
+                    f"convert it: arr.astype(np.{want.name}) — no implicit conversion happens")
+    return np.ascontiguousarray(value).ravel()
+
+
+def _uses_atomics(body: Sequence[Node]) -> bool:
+    def in_expr(e: Expr) -> bool:
+        if isinstance(e, Atomic):
+            return True
+        if isinstance(e, Op):
+            return any(in_expr(a) for a in e.args)
+        if isinstance(e, Select):
+            return in_expr(e.cond) or in_expr(e.if_true) or in_expr(e.if_false)
+        return False
+
+    for n in body:
+        if isinstance(n, (Let, Assign)) and in_expr(n.value):
+            return True
+        if isinstance(n, Store) and (in_expr(n.index) or in_expr(n.value)):
+            return True
+        if isinstance(n, If) and (in_expr(n.cond) or _uses_atomics(n.then) or _uses_atomics(n.otherwise)):
+            return True
+        if isinstance(n, Loop) and (in_expr(n.start) or in_expr(n.end) or _uses_atomics(n.body)):
+            return True
+        if isinstance(n, (Block, Region)) and _uses_atomics(n.body):
+            return True
+    return False
+
+
+def infer_grid(program: Program, counts: Mapping[str, int], workgroup: tuple[int, int, int]) -> tuple[int, int, int]:
+    """vyre's rule: one invocation per element of the largest output — or of the largest buffer
+    when the program uses workgroup memory or atomics, or has no outputs — rounded up to whole
+    1-D workgroups. Programs with 2-D/3-D workgroups must give the grid explicitly."""
+    if workgroup[1] != 1 or workgroup[2] != 1:
+        raise _fail("D005", f"cannot infer a grid for the {workgroup} workgroup", f"program {program.name!r}",
+                    "pass DispatchConfig(grid=(gx, gy, gz))")
+    outputs = [counts[b.name] for b in program.buffers if b.is_output]
+    whole = [counts[b.name] for b in program.buffers if b.access is not Access.WORKGROUP]
+    wide = any(b.access is Access.WORKGROUP for b in program.buffers) or _uses_atomics(program.body)
+    n = max(whole, default=0) if wide or not outputs else max(outputs)
+    return (-(-n // workgroup[0]), 1, 1)
+
+
+def prepare(program: Program, inputs: Sequence[Any] | Mapping[str, Any], config: DispatchConfig) -> Launch:
+    """Check ``inputs`` against the program and build the launch arguments."""
+    expected = program.inputs
+    if isinstance(inputs, Mapping):
+        unknown = [k for k in inputs if k not in {b.name for b in expected}]
+        if unknown:
+            raise _fail("D006", f"{unknown[0]!r} is not an input buffer", f"program {program.name!r}",
+                        f"pass the inputs {', '.join(b.name for b in expected) or '(none)'}")
+        missing = [b.name for b in expected if b.name not in inputs]
+        if missing:
+            raise _fail("D001", f"missing input {missing[0]!r}", f"program {program.name!r}",
+                        f"pass every input: {', '.join(b.name for b in expected)}")
+        values = [inputs[b.name] for b in expected]
+    else:
+        values = list(inputs)
+        if len(values) != len(expected):
+            names = ", ".join(b.name for b in expected) or "none"
+            raise _fail("D001", f"expected {len(expected)} input(s) ({names}), got {len(values)}",
+                        f"program {program.name!r}", "pass one array per input buffer, in declaration order")
+    memory: dict[str, np.ndarray] = {}
+    counts: dict[str, int] = {}
+    for decl, value in zip(expected, values):
+        arr = _as_storage(decl, value)
+        where = f"buffer {decl.name!r}"
+        if arr.size > MAX_ELEMENTS:
+            raise _fail("D007", f"{arr.size} elements exceed the 2^32-1 limit", where, "split the work")
+        if decl.count and arr.size != decl.count:
+            raise _fail("D003", f"expected {decl.count} elements, got {arr.size}", where,
+                        f"pass exactly {decl.count} elements (or declare the buffer runtime-sized: {decl.dtype}[])")
+        if decl.access is Access.READ_WRITE:
+            arr = arr.copy()  # the caller's array is never modified
+        memory[decl.name] = arr
+        counts[decl.name] = int(arr.size)
+    for decl in program.buffers:
+        if decl.count_like is not None:
+            want = counts[decl.count_like]
+            if decl.is_input and counts[decl.name] != want:
+                raise _fail("D003", f"expected len({decl.count_like}) = {want} elements, got {counts[decl.name]}",
+                            f"buffer {decl.name!r}", f"pass {want} elements")
+            counts[decl.name] = want
+        elif decl.access is Access.WORKGROUP:
+            counts[decl.name] = decl.count
+        elif decl.name not in counts:
+            counts[decl.name] = decl.count
+        if decl.is_output:
+            memory[decl.name] = np.zeros(counts[decl.name], decl.dtype.storage_dtype)
+    workgroup = config.workgroup or program.workgroup_size
+    if len(workgroup) != 3 or any(not isinstance(v, int) or v < 1 for v in workgroup):
+        raise _fail("D008", f"bad workgroup override {workgroup!r}", "DispatchConfig.workgroup", "give three positive integers")
+    if config.repeat < 1:
+        raise _fail("D008", f"repeat must be at least 1, got {config.repeat}", "DispatchConfig.repeat", "use repeat=1 or more")
+    if config.grid is not None:
+        grid = tuple(config.grid)
+        if len(grid) != 3 or any(not isinstance(v, int) or v < 0 for v in grid):
+            raise _fail("D005", f"bad grid {config.grid!r}", "DispatchConfig.grid", "give three non-negative integers")
+    else:
+        grid = infer_grid(program, counts, workgroup)
+    return Launch(memory, counts, grid, tuple(workgroup))  # type: ignore[arg-type]
+
+
+def host_output(decl: BufferDecl, raw: np.ndarray) -> np.ndarray:
+    """A returned buffer as the user sees it: bool buffers as numpy bool arrays, others as their
+    storage dtype (bf16 as uint16 bit patterns)."""
+    return raw != 0 if decl.dtype is DataType.BOOL else raw

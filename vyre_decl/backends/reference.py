@@ -1,0 +1,81 @@
+"""The ``reference`` backend: validated programs run on the CPU reference interpreter."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections import OrderedDict
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..ir.nodes import Program
+from ..ir.validate import check
+from ..reference.interpreter import CompiledProgram, compile_program
+from ..registry import Registry, default_registry
+from .config import DEFAULT_CONFIG, DispatchConfig
+from .hostio import host_output, prepare
+
+__all__ = ["ReferenceBackend", "ReferencePipeline"]
+
+_CACHE_SIZE = 256
+
+
+class ReferencePipeline:
+    """A validated, compiled program; ``dispatch`` runs it on new inputs."""
+
+    def __init__(self, compiled: CompiledProgram, config: DispatchConfig) -> None:
+        self.compiled = compiled
+        self.program = compiled.program
+        self.config = config
+
+    def dispatch(self, inputs: Sequence[Any] | Mapping[str, Any], config: DispatchConfig | None = None) -> list[np.ndarray]:
+        cfg = config or self.config
+        launch = prepare(self.program, inputs, cfg)
+        self.compiled.run(launch.memory, launch.counts, launch.grid, cfg.repeat, cfg.timeout)
+        return [host_output(d, launch.memory[d.name]) for d in self.program.outputs]
+
+
+class ReferenceBackend:
+    """CPU reference backend; always available."""
+
+    name = "reference"
+    capabilities = frozenset({"f64", "i64", "atomics", "workgroup_memory", "workgroup_atomics", "exact_f32"})
+
+    def __init__(self, registry: Registry | None = None) -> None:
+        self._registry = registry
+        self._cache: OrderedDict[tuple[str, str], CompiledProgram] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def registry(self) -> Registry:
+        return self._registry or default_registry()
+
+    def compile(self, program: Program, config: DispatchConfig | None = None) -> ReferencePipeline:
+        """Validate and compile ``program`` (raises VyreError listing every problem)."""
+        cfg = config or DEFAULT_CONFIG
+        if cfg.workgroup is not None and tuple(cfg.workgroup) != program.workgroup_size:
+            program = dataclasses.replace(program, workgroup_size=tuple(cfg.workgroup))
+        registry = self.registry
+        key = (program.content_hash(), registry.fingerprint)
+        with self._lock:
+            compiled = self._cache.get(key)
+            if compiled is not None:
+                self._cache.move_to_end(key)
+        if compiled is None:
+            check(program, registry)
+            compiled = compile_program(program, registry)
+            with self._lock:
+                self._cache[key] = compiled
+                while len(self._cache) > _CACHE_SIZE:
+                    self._cache.popitem(last=False)
+        return ReferencePipeline(compiled, cfg)
+
+    def dispatch(
+        self,
+        program: Program,
+        inputs: Sequence[Any] | Mapping[str, Any],
+        config: DispatchConfig | None = None,
+    ) -> list[np.ndarray]:
+        """Run ``program`` once on ``inputs``; returns the output buffers in declaration order."""
+        return self.compile(program, config).dispatch(inputs, config)

@@ -1,0 +1,1 @@
+"""Conformance: proving a backend against the reference (laws now; the runner comes later)."""

@@ -1,0 +1,222 @@
+"""Canonical JSON form of a Program and its content hash.
+
+The JSON form is plain data (dicts, lists, strings, ints; float constants as bit patterns), is
+written with sorted keys and no whitespace, and is the input of the SHA-256 content hash, so the
+hash does not depend on dict ordering, the Python version or the process. ``from_json`` inverts
+``to_json`` exactly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Final
+
+from .nodes import (
+    Access,
+    Assign,
+    Atomic,
+    Barrier,
+    Block,
+    BufferDecl,
+    BufLen,
+    Expr,
+    Id,
+    IdKind,
+    If,
+    Let,
+    Lit,
+    Load,
+    Loop,
+    Node,
+    Op,
+    Program,
+    Region,
+    Return,
+    Select,
+    Store,
+    Var,
+)
+from .types import DataType
+
+__all__ = ["to_json", "from_json", "dumps", "loads", "content_hash", "FORMAT"]
+
+FORMAT: Final = "vyre_decl.program/1"
+
+
+def expr_to_json(e: Expr) -> dict[str, Any]:
+    if isinstance(e, Lit):
+        return {"k": "lit", "t": e.dtype.value, "bits": e.bits}
+    if isinstance(e, Var):
+        return {"k": "var", "name": e.name}
+    if isinstance(e, Load):
+        return {"k": "load", "buf": e.buffer, "index": expr_to_json(e.index)}
+    if isinstance(e, BufLen):
+        return {"k": "len", "buf": e.buffer}
+    if isinstance(e, Id):
+        return {"k": "id", "id": e.kind.value, "axis": e.axis}
+    if isinstance(e, Op):
+        return {
+            "k": "op",
+            "op": e.op,
+            "args": [expr_to_json(a) for a in e.args],
+            "attrs": {name: expr_to_json(lit) for name, lit in e.attrs},
+            "types": {name: dtype.value for name, dtype in e.types},
+        }
+    if isinstance(e, Select):
+        return {"k": "select", "cond": expr_to_json(e.cond), "a": expr_to_json(e.if_true), "b": expr_to_json(e.if_false)}
+    if isinstance(e, Atomic):
+        return {
+            "k": "atomic",
+            "op": e.op,
+            "buf": e.buffer,
+            "index": expr_to_json(e.index),
+            "args": [expr_to_json(a) for a in e.args],
+        }
+    raise TypeError(f"not an expression node: {e!r}")
+
+
+def _body(nodes: tuple[Node, ...]) -> list[dict[str, Any]]:
+    return [node_to_json(n) for n in nodes]
+
+
+def node_to_json(n: Node) -> dict[str, Any]:
+    if isinstance(n, Let):
+        return {"k": "let", "name": n.name, "value": expr_to_json(n.value)}
+    if isinstance(n, Assign):
+        return {"k": "assign", "name": n.name, "value": expr_to_json(n.value)}
+    if isinstance(n, Store):
+        return {"k": "store", "buf": n.buffer, "index": expr_to_json(n.index), "value": expr_to_json(n.value)}
+    if isinstance(n, If):
+        return {"k": "if", "cond": expr_to_json(n.cond), "then": _body(n.then), "else": _body(n.otherwise)}
+    if isinstance(n, Loop):
+        return {"k": "loop", "var": n.var, "from": expr_to_json(n.start), "to": expr_to_json(n.end), "body": _body(n.body)}
+    if isinstance(n, Return):
+        return {"k": "return"}
+    if isinstance(n, Barrier):
+        return {"k": "barrier"}
+    if isinstance(n, Block):
+        return {"k": "block", "body": _body(n.body)}
+    if isinstance(n, Region):
+        return {"k": "region", "generator": n.generator, "body": _body(n.body)}
+    raise TypeError(f"not a statement node: {n!r}")
+
+
+def to_json(program: Program) -> dict[str, Any]:
+    """The canonical JSON-able form of ``program``."""
+    return {
+        "format": FORMAT,
+        "name": program.name,
+        "workgroup": list(program.workgroup_size),
+        "buffers": [
+            {
+                "name": b.name,
+                "access": b.access.value,
+                "type": b.dtype.value,
+                "count": b.count,
+                "binding": b.binding,
+                "output": b.is_output,
+                "count_like": b.count_like,
+            }
+            for b in program.buffers
+        ],
+        "body": _body(program.body),
+    }
+
+
+def dumps(program: Program) -> str:
+    """Canonical JSON text: sorted keys, no whitespace, ASCII only."""
+    return json.dumps(to_json(program), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def content_hash(program: Program) -> str:
+    return hashlib.sha256(dumps(program).encode("ascii")).hexdigest()
+
+
+# ----------------------------------------------------------------------------- decoding
+
+_IDS: Final = {k.value: k for k in IdKind}
+
+
+def _lit(d: dict[str, Any]) -> Lit:
+    return Lit(DataType(d["t"]), int(d["bits"]))
+
+
+def expr_from_json(d: dict[str, Any]) -> Expr:
+    k = d["k"]
+    if k == "lit":
+        return _lit(d)
+    if k == "var":
+        return Var(d["name"])
+    if k == "load":
+        return Load(d["buf"], expr_from_json(d["index"]))
+    if k == "len":
+        return BufLen(d["buf"])
+    if k == "id":
+        return Id(_IDS[d["id"]], int(d["axis"]))
+    if k == "op":
+        return Op(
+            d["op"],
+            tuple(expr_from_json(a) for a in d["args"]),
+            tuple((name, _lit(v)) for name, v in d.get("attrs", {}).items()),
+            tuple((name, DataType(t)) for name, t in d.get("types", {}).items()),
+        )
+    if k == "select":
+        return Select(expr_from_json(d["cond"]), expr_from_json(d["a"]), expr_from_json(d["b"]))
+    if k == "atomic":
+        return Atomic(d["op"], d["buf"], expr_from_json(d["index"]), tuple(expr_from_json(a) for a in d["args"]))
+    raise ValueError(f"unknown expression kind {k!r} in program JSON. Fix: produce the JSON with vyre_decl.ir.to_json")
+
+
+def _nodes(items: list[dict[str, Any]]) -> tuple[Node, ...]:
+    return tuple(node_from_json(i) for i in items)
+
+
+def node_from_json(d: dict[str, Any]) -> Node:
+    k = d["k"]
+    if k == "let":
+        return Let(d["name"], expr_from_json(d["value"]))
+    if k == "assign":
+        return Assign(d["name"], expr_from_json(d["value"]))
+    if k == "store":
+        return Store(d["buf"], expr_from_json(d["index"]), expr_from_json(d["value"]))
+    if k == "if":
+        return If(expr_from_json(d["cond"]), _nodes(d["then"]), _nodes(d["else"]))
+    if k == "loop":
+        return Loop(d["var"], expr_from_json(d["from"]), expr_from_json(d["to"]), _nodes(d["body"]))
+    if k == "return":
+        return Return()
+    if k == "barrier":
+        return Barrier()
+    if k == "block":
+        return Block(_nodes(d["body"]))
+    if k == "region":
+        return Region(d["generator"], _nodes(d["body"]))
+    raise ValueError(f"unknown statement kind {k!r} in program JSON. Fix: produce the JSON with vyre_decl.ir.to_json")
+
+
+def from_json(d: dict[str, Any]) -> Program:
+    """Inverse of ``to_json``."""
+    if d.get("format") != FORMAT:
+        raise ValueError(
+            f"not a vyre_decl program (format {d.get('format')!r}, expected {FORMAT!r}). "
+            "Fix: produce the JSON with vyre_decl.ir.to_json"
+        )
+    buffers = tuple(
+        BufferDecl(
+            b["name"],
+            Access(b["access"]),
+            DataType(b["type"]),
+            int(b["count"]),
+            b["binding"],
+            bool(b["output"]),
+            b.get("count_like"),
+        )
+        for b in d["buffers"]
+    )
+    wx, wy, wz = (int(v) for v in d["workgroup"])
+    return Program(buffers, (wx, wy, wz), _nodes(d["body"]), name=d["name"])
+
+
+def loads(text: str) -> Program:
+    return from_json(json.loads(text))

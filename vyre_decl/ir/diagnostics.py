@@ -1,0 +1,57 @@
+"""Diagnostics: what went wrong, where, and how to fix it.
+
+Every error a user can cause is a ``Diagnostic`` with a stable ``code`` (``V...`` for program
+validation, ``P...`` for the text parser, ``R...`` for op files, ``D...`` for dispatch), a
+location (a node path such as ``body[2].then[0].value.args[1]``, or ``file:line:col``, or
+``file › op › field``), a message and a ``Fix:`` hint. ``VyreError`` carries one or more of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Literal
+
+__all__ = ["Diagnostic", "VyreError", "Severity"]
+
+Severity = Literal["error", "warning", "note"]
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    code: str
+    message: str
+    location: str
+    fix: str
+    severity: Severity = "error"
+
+    def __str__(self) -> str:
+        where = f"{self.location}: " if self.location else ""
+        return f"{where}{self.severity} {self.code}: {self.message}. Fix: {self.fix}"
+
+    def as_dict(self) -> dict[str, str]:
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "location": self.location,
+            "message": self.message,
+            "fix": self.fix,
+        }
+
+
+class VyreError(ValueError):
+    """An error the user caused, carrying its diagnostics."""
+
+    def __init__(self, diagnostics: Iterable[Diagnostic] | Diagnostic, summary: str = "") -> None:
+        diags = (diagnostics,) if isinstance(diagnostics, Diagnostic) else tuple(diagnostics)
+        self.diagnostics: tuple[Diagnostic, ...] = diags
+        lines = [summary] if summary else []
+        lines += [str(d) for d in diags]
+        super().__init__("\n".join(lines))
+
+    @property
+    def codes(self) -> list[str]:
+        return [d.code for d in self.diagnostics]
+
+    @classmethod
+    def one(cls, code: str, message: str, location: str, fix: str) -> VyreError:
+        return cls(Diagnostic(code, message, location, fix))

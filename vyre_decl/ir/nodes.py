@@ -1,0 +1,361 @@
+"""The IR: immutable expression and statement nodes, buffer declarations and Program.
+
+Nodes are frozen dataclasses compared structurally, so two programs built the same way are
+equal and hash alike. Every computation is an ``Op`` whose id resolves in the op registry;
+the node kinds here are only structure: memory, control flow, ids and types.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Final, Union
+
+from .scalars import decode, encode
+from .types import DataType
+
+__all__ = [
+    "Access",
+    "IdKind",
+    "Expr",
+    "Lit",
+    "Var",
+    "Load",
+    "BufLen",
+    "Id",
+    "Op",
+    "Select",
+    "Atomic",
+    "Node",
+    "Let",
+    "Assign",
+    "Store",
+    "If",
+    "Loop",
+    "Return",
+    "Block",
+    "Barrier",
+    "Region",
+    "BufferDecl",
+    "Program",
+    "AXES",
+]
+
+AXES: Final = ("x", "y", "z")
+
+
+class Access(enum.Enum):
+    """How a program may use a buffer.
+
+    ``read`` and ``uniform`` buffers are inputs; ``read_write`` buffers are inputs that are also
+    returned (or outputs when flagged ``output``); ``write`` buffers are always outputs, allocated
+    and zero-filled by the runtime; ``workgroup`` buffers are per-workgroup scratch memory.
+    """
+
+    READ = "read"
+    READ_WRITE = "read_write"
+    WRITE = "write"
+    UNIFORM = "uniform"
+    WORKGROUP = "workgroup"
+
+    def __repr__(self) -> str:
+        return f"Access.{self.name}"
+
+    @property
+    def writable(self) -> bool:
+        return self in (Access.READ_WRITE, Access.WRITE, Access.WORKGROUP)
+
+
+class IdKind(enum.Enum):
+    """Which invocation id: global (``gid``), local within the workgroup (``lid``) or the
+    workgroup's own id (``wgid``). The enum value is the text keyword."""
+
+    GLOBAL = "gid"
+    LOCAL = "lid"
+    WORKGROUP = "wgid"
+
+    def __repr__(self) -> str:
+        return f"IdKind.{self.name}"
+
+
+# ----------------------------------------------------------------------------- expressions
+
+
+class Expr:
+    """Base of all expression nodes."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Lit(Expr):
+    """A typed constant, stored as its exact bit pattern."""
+
+    dtype: DataType
+    bits: int
+
+    @classmethod
+    def of(cls, dtype: DataType, value: object) -> Lit:
+        """A literal of ``value`` (bool, int, float or literal text) as ``dtype``."""
+        return cls(dtype, encode(dtype, value))
+
+    @property
+    def value(self) -> bool | int | float:
+        return decode(self.dtype, self.bits)
+
+
+@dataclass(frozen=True, slots=True)
+class Var(Expr):
+    """The current value of a ``let``-bound or loop variable."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Load(Expr):
+    """Element ``index`` of ``buffer`` (0 when out of bounds), widened to its value type."""
+
+    buffer: str
+    index: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class BufLen(Expr):
+    """The element count of ``buffer`` at dispatch time (u32)."""
+
+    buffer: str
+
+
+@dataclass(frozen=True, slots=True)
+class Id(Expr):
+    """An invocation id component (u32): ``kind`` on ``axis`` 0, 1 or 2 (x, y, z)."""
+
+    kind: IdKind
+    axis: int
+
+
+@dataclass(frozen=True, slots=True)
+class Op(Expr):
+    """Application of registry op ``op`` to ``args``.
+
+    ``attrs`` are compile-time constants, ``types`` bind the op's type variables that its
+    inputs do not determine (e.g. the target of a cast). Both are kept sorted by name.
+    """
+
+    op: str
+    args: tuple[Expr, ...]
+    attrs: tuple[tuple[str, Lit], ...] = ()
+    types: tuple[tuple[str, DataType], ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "args", tuple(self.args))
+        object.__setattr__(self, "attrs", tuple(sorted(self.attrs, key=lambda kv: kv[0])))
+        object.__setattr__(self, "types", tuple(sorted(self.types, key=lambda kv: kv[0])))
+
+
+@dataclass(frozen=True, slots=True)
+class Select(Expr):
+    """``if_true`` where ``cond`` holds, else ``if_false``; both arms are evaluated."""
+
+    cond: Expr
+    if_true: Expr
+    if_false: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Atomic(Expr):
+    """Atomic read-modify-write of ``buffer[index]`` with atomic op ``op``; yields the old value.
+
+    ``args`` are the op's operands after the memory operand (e.g. the value to add, or the
+    expected and new values of a compare-exchange). Out of bounds it does nothing and yields 0.
+    """
+
+    op: str
+    buffer: str
+    index: Expr
+    args: tuple[Expr, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "args", tuple(self.args))
+
+
+# ----------------------------------------------------------------------------- statements
+
+
+class Node:
+    """Base of all statement nodes."""
+
+    __slots__ = ()
+
+
+def _freeze_body(obj: object, *names: str) -> None:
+    for name in names:
+        object.__setattr__(obj, name, tuple(getattr(obj, name)))
+
+
+@dataclass(frozen=True, slots=True)
+class Let(Node):
+    """Bind a new variable ``name`` (visible to the rest of the enclosing scope)."""
+
+    name: str
+    value: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Assign(Node):
+    """Overwrite an existing ``let`` variable."""
+
+    name: str
+    value: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Store(Node):
+    """``buffer[index] = value`` (narrowed to the element type; dropped when out of bounds)."""
+
+    buffer: str
+    index: Expr
+    value: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class If(Node):
+    cond: Expr
+    then: tuple[Node, ...]
+    otherwise: tuple[Node, ...] = ()
+
+    def __post_init__(self) -> None:
+        _freeze_body(self, "then", "otherwise")
+
+
+@dataclass(frozen=True, slots=True)
+class Loop(Node):
+    """``for var in start..end`` (half-open; bounds evaluated once; var is read-only)."""
+
+    var: str
+    start: Expr
+    end: Expr
+    body: tuple[Node, ...]
+
+    def __post_init__(self) -> None:
+        _freeze_body(self, "body")
+
+
+@dataclass(frozen=True, slots=True)
+class Return(Node):
+    """End this invocation."""
+
+
+@dataclass(frozen=True, slots=True)
+class Block(Node):
+    """A nested scope."""
+
+    body: tuple[Node, ...]
+
+    def __post_init__(self) -> None:
+        _freeze_body(self, "body")
+
+
+@dataclass(frozen=True, slots=True)
+class Barrier(Node):
+    """Workgroup barrier: every invocation of the workgroup waits here; memory is synchronised."""
+
+
+@dataclass(frozen=True, slots=True)
+class Region(Node):
+    """A labelled group of statements (``generator`` names what produced it). Unlike ``Block``
+    it opens no scope: its lets stay visible after it."""
+
+    generator: str
+    body: tuple[Node, ...]
+
+    def __post_init__(self) -> None:
+        _freeze_body(self, "body")
+
+
+Statement = Union[Let, Assign, Store, If, Loop, Return, Block, Barrier, Region]
+
+# ----------------------------------------------------------------------------- program
+
+
+@dataclass(frozen=True, slots=True)
+class BufferDecl:
+    """A buffer the program uses.
+
+    ``count`` is the element count; 0 means sized at dispatch: by the host array for inputs, or
+    by ``count_like`` (the dispatch-time count of another buffer) for outputs. ``binding`` orders
+    the kernel arguments; workgroup buffers have none. ``write`` buffers are always outputs.
+    """
+
+    name: str
+    access: Access
+    dtype: DataType
+    count: int = 0
+    binding: int | None = None
+    is_output: bool = False
+    count_like: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.access is Access.WRITE and not self.is_output:
+            object.__setattr__(self, "is_output", True)
+
+    @property
+    def is_input(self) -> bool:
+        """Whether the host supplies this buffer's contents at dispatch."""
+        return self.access is not Access.WORKGROUP and not self.is_output
+
+    @property
+    def is_returned(self) -> bool:
+        """Whether dispatch returns this buffer's contents."""
+        return self.is_output or self.access is Access.READ_WRITE
+
+
+@dataclass(frozen=True, eq=True)
+class Program:
+    """A compute kernel: buffers, a 3-D workgroup size and a body run by every invocation."""
+
+    buffers: tuple[BufferDecl, ...]
+    workgroup_size: tuple[int, int, int]
+    body: tuple[Node, ...]
+    name: str = "main"
+    _hash: list[str] = field(default_factory=list, init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "buffers", tuple(self.buffers))
+        object.__setattr__(self, "workgroup_size", tuple(self.workgroup_size))
+        object.__setattr__(self, "body", tuple(self.body))
+
+    def __hash__(self) -> int:
+        return hash(self.content_hash())
+
+    def buffer(self, name: str) -> BufferDecl:
+        for decl in self.buffers:
+            if decl.name == name:
+                return decl
+        raise KeyError(f"program {self.name!r} has no buffer {name!r}")
+
+    @property
+    def inputs(self) -> tuple[BufferDecl, ...]:
+        """Buffers the host supplies, in declaration order (the dispatch argument order)."""
+        return tuple(b for b in self.buffers if b.is_input)
+
+    @property
+    def outputs(self) -> tuple[BufferDecl, ...]:
+        """Buffers dispatch returns, in declaration order."""
+        return tuple(b for b in self.buffers if b.is_returned)
+
+    def content_hash(self) -> str:
+        """SHA-256 of the canonical JSON form; stable across processes and Python versions."""
+        if not self._hash:
+            from .canonical import content_hash
+
+            self._hash.append(content_hash(self))
+        return self._hash[0]
+
+    def to_text(self) -> str:
+        from .text import print_program
+
+        return print_program(self)
+
+    def __str__(self) -> str:
+        return self.to_text()

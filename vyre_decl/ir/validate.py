@@ -1,0 +1,458 @@
+"""Program validation: typing, scoping, memory rules, uniform barriers and size limits.
+
+``validate`` returns every problem it finds as a ``Diagnostic`` with a stable code, the node
+path where it is (``body[2].then[0].value.args[1]``) and a ``Fix:`` hint; ``check`` raises them
+as one ``VyreError``. ``infer_type`` types one expression and is shared with the interpreters.
+
+Codes:
+V001 duplicate buffer name        V002 duplicate binding          V003 bad workgroup size
+V004 unknown buffer               V005 unknown op                 V006 wrong arity
+V007 type mismatch                V008 shadowing a variable       V009 assign to unbound name
+V010 assign to a loop variable    V011 store to read-only buffer  V012 atomic on non-writable
+V013 atomic op/type misuse        V014 barrier in divergent flow  V015 nesting too deep
+V016 expression too deep          V017 too many statements        V018 unbound variable
+V019 bad buffer declaration       V020 bad identifier             V021 bad type args/attrs
+V022 condition is not bool        V023 index is not u32           V024 bad loop bounds
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final, Mapping
+
+from .diagnostics import Diagnostic, VyreError
+from .nodes import (
+    Access,
+    Assign,
+    Atomic,
+    Barrier,
+    Block,
+    BufferDecl,
+    BufLen,
+    Expr,
+    Id,
+    IdKind,
+    If,
+    Let,
+    Lit,
+    Load,
+    Loop,
+    Node,
+    Op,
+    Program,
+    Region,
+    Return,
+    Select,
+    Store,
+    Var,
+)
+from .signature import OpTable, SignatureError
+from .text import KEYWORDS, _TOKEN_RE
+from .types import DataType
+
+__all__ = ["Limits", "validate", "check", "infer_type", "ExprFault", "is_identifier"]
+
+_IDENT_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_LOOP_TYPES: Final = (DataType.U32, DataType.I32, DataType.U64, DataType.I64)
+_MAX_COUNT: Final = 2**32 - 1
+
+
+MAX_EXPR_DEPTH: Final = 128
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    max_nesting: int = 64
+    max_expr_depth: int = MAX_EXPR_DEPTH
+    max_statements: int = 8192
+
+
+def is_identifier(name: object) -> bool:
+    """A valid variable/buffer/program name: an identifier that is no keyword and does not read
+    as a literal (``nan_f32`` would)."""
+    if not isinstance(name, str) or not _IDENT_RE.match(name) or name in KEYWORDS:
+        return False
+    m = _TOKEN_RE.match(name)
+    return not (m and m.lastgroup == "num" and m.end() == len(name))
+
+
+class ExprFault(Exception):
+    """An invalid expression: code, message, fix and the node path of the culprit."""
+
+    def __init__(self, code: str, message: str, fix: str, path: str) -> None:
+        super().__init__(message)
+        self.code, self.message, self.fix, self.path = code, message, fix, path
+
+    def diagnostic(self) -> Diagnostic:
+        return Diagnostic(self.code, self.message, self.path, self.fix)
+
+
+def _buffer(name: str, buffers: Mapping[str, BufferDecl], path: str) -> BufferDecl:
+    try:
+        return buffers[name]
+    except KeyError:
+        known = ", ".join(buffers) or "none"
+        raise ExprFault("V004", f"unknown buffer {name!r}", f"declare it or use one of: {known}", path) from None
+
+
+def infer_type(
+    e: Expr,
+    path: str,
+    variables: Mapping[str, DataType],
+    buffers: Mapping[str, BufferDecl],
+    ops: OpTable,
+    depth: int = 0,
+    max_depth: int = MAX_EXPR_DEPTH,
+) -> DataType:
+    """The type of ``e``; raises ExprFault for the first problem found in it."""
+    if depth > max_depth:
+        raise ExprFault("V016", f"expression nested deeper than {max_depth}", "split it with let bindings", path)
+    sub = depth + 1
+
+    def ty(child: Expr, where: str) -> DataType:
+        return infer_type(child, f"{path}.{where}", variables, buffers, ops, sub, max_depth)
+
+    def index_u32(index: Expr) -> None:
+        t = ty(index, "index")
+        if t is not DataType.U32:
+            raise ExprFault("V023", f"index must be u32, got {t}", "cast it: `i as u32`", f"{path}.index")
+
+    if isinstance(e, Lit):
+        if not e.dtype.is_value_type or not 0 <= e.bits <= e.dtype.mask:
+            raise ExprFault("V007", f"invalid {e.dtype} literal bits {e.bits:#x}", "build literals with Lit.of", path)
+        return e.dtype
+    if isinstance(e, Var):
+        if e.name not in variables:
+            raise ExprFault("V018", f"variable {e.name!r} is not bound here", f"bind it first: let {e.name} = ...", path)
+        return variables[e.name]
+    if isinstance(e, (Id, BufLen)):
+        if isinstance(e, BufLen):
+            _buffer(e.buffer, buffers, path)
+        elif e.axis not in (0, 1, 2) or not isinstance(e.kind, IdKind):
+            raise ExprFault("V020", f"bad id axis {e.axis!r}", "use axis 0, 1 or 2 (x, y, z)", path)
+        return DataType.U32
+    if isinstance(e, Load):
+        decl = _buffer(e.buffer, buffers, path)
+        index_u32(e.index)
+        return decl.dtype.value_type
+    if isinstance(e, Select):
+        cond = ty(e.cond, "cond")
+        if cond is not DataType.BOOL:
+            raise ExprFault("V022", f"select condition must be bool, got {cond}", "compare it, e.g. `x != 0u32`", f"{path}.cond")
+        a, b = ty(e.if_true, "if_true"), ty(e.if_false, "if_false")
+        if a is not b:
+            raise ExprFault("V007", f"select arms differ: {a} vs {b}", f"cast one arm: `... as {a}`", path)
+        return a
+    if isinstance(e, Op):
+        sig = ops.signature(e.op)
+        if sig is None:
+            raise ExprFault("V005", f"unknown op {e.op!r}", ops.unknown_op_hint(e.op), path)
+        if sig.is_atomic:
+            raise ExprFault("V013", f"{e.op} is an atomic op", f"write atomic {e.op}(buf[i], ...)", path)
+        arg_types = [ty(a, f"args[{i}]") for i, a in enumerate(e.args)]
+        _check_attrs(e, sig.attrs, path)
+        try:
+            return sig.bind(arg_types, dict(e.types))[1]
+        except SignatureError as err:
+            raise ExprFault(err.code, err.message, err.fix, path) from None
+    if isinstance(e, Atomic):
+        sig = ops.signature(e.op)
+        if sig is None:
+            raise ExprFault("V005", f"unknown op {e.op!r}", ops.unknown_op_hint(e.op), path)
+        if not sig.is_atomic:
+            raise ExprFault("V013", f"{e.op} is not an atomic op", "use an op of the primitive.atomic dialect", path)
+        decl = _buffer(e.buffer, buffers, path)
+        if decl.access not in (Access.READ_WRITE, Access.WRITE, Access.WORKGROUP):
+            raise ExprFault(
+                "V012",
+                f"atomic on {decl.access.value} buffer {decl.name!r}",
+                "declare the buffer read_write (or write)",
+                path,
+            )
+        if not decl.dtype.is_value_type or decl.dtype is DataType.BOOL:
+            raise ExprFault(
+                "V013",
+                f"atomics need 32- or 64-bit words; {decl.name!r} holds {decl.dtype}",
+                "use a u32, i32, u64 or i64 buffer",
+                path,
+            )
+        index_u32(e.index)
+        arg_types = [decl.dtype] + [ty(a, f"args[{i}]") for i, a in enumerate(e.args)]
+        try:
+            sig.bind(arg_types)
+        except SignatureError as err:
+            raise ExprFault("V013" if err.code == "V007" else err.code, err.message, err.fix, path) from None
+        return decl.dtype
+    raise ExprFault("V020", f"not an expression node: {type(e).__name__}", "build expressions from vyre_decl.ir nodes", path)
+
+
+def _check_attrs(e: Op, attr_sigs: tuple, path: str) -> None:
+    known = {a.name: a for a in attr_sigs}
+    given = dict(e.attrs)
+    for name, lit in given.items():
+        sig = known.get(name)
+        if sig is None:
+            raise ExprFault("V021", f"{e.op} has no attribute {name!r}",
+                            f"remove it; attributes: {', '.join(known) or 'none'}", path)
+        if not isinstance(lit, Lit) or lit.dtype is not sig.dtype:
+            raise ExprFault("V021", f"attribute {name} of {e.op} must be {sig.dtype}",
+                            f"write {name}=<value>{sig.dtype}", path)
+    for name, sig in known.items():
+        if sig.default is None and name not in given:
+            raise ExprFault("V021", f"{e.op} needs attribute {name!r}",
+                            f"write {e.op}<{name}=...>(...)", path)
+
+
+class _Validator:
+    def __init__(self, program: Program, ops: OpTable, limits: Limits) -> None:
+        self.program, self.ops, self.limits = program, ops, limits
+        self.diags: list[Diagnostic] = []
+        self.buffers: dict[str, BufferDecl] = {}
+        self.scopes: list[dict[str, tuple[DataType, bool]]] = [{}]
+        self.visible: dict[str, tuple[DataType, bool]] = {}
+        self.statements = 0
+        self.too_many_reported = False
+
+    def error(self, code: str, message: str, path: str, fix: str) -> None:
+        self.diags.append(Diagnostic(code, message, path, fix))
+
+    def run(self) -> list[Diagnostic]:
+        self.check_header()
+        self.walk(self.program.body, "body", 0)
+        for path in _divergent_barriers(self.program):
+            self.error("V014", "barrier in non-uniform control flow", path,
+                       "move the barrier out of branches/loops that depend on per-invocation values, "
+                       "and do not return early before it")
+        return self.diags
+
+    # --- header
+    def check_header(self) -> None:
+        p = self.program
+        if not is_identifier(p.name):
+            self.error("V020", f"bad program name {p.name!r}", "name", "use an identifier that is not a keyword")
+        wg = p.workgroup_size
+        if len(wg) != 3 or any(not isinstance(v, int) or v < 1 or v > 1024 for v in wg):
+            self.error("V003", f"workgroup size {tuple(wg)} must be three integers in 1..1024", "workgroup_size",
+                       "use e.g. (64, 1, 1)")
+        bindings: dict[int, str] = {}
+        for i, b in enumerate(p.buffers):
+            where = f"buffers[{i}]"
+            if not is_identifier(b.name):
+                self.error("V020", f"bad buffer name {b.name!r}", where, "use an identifier that is not a keyword")
+            if b.name in self.buffers:
+                self.error("V001", f"buffer {b.name!r} declared twice", where, "rename one of them")
+                continue
+            self.buffers[b.name] = b
+            self.check_buffer(b, where)
+            if b.binding is not None:
+                if b.binding in bindings:
+                    self.error("V002", f"binding {b.binding} used by {bindings[b.binding]!r} and {b.name!r}", where,
+                               "give every non-workgroup buffer its own binding")
+                bindings.setdefault(b.binding, b.name)
+
+    def check_buffer(self, b: BufferDecl, where: str) -> None:
+        bad = lambda msg, fix: self.error("V019", f"buffer {b.name!r}: {msg}", where, fix)  # noqa: E731
+        if not isinstance(b.count, int) or not 0 <= b.count <= _MAX_COUNT:
+            bad(f"count {b.count!r} out of range", "use 0 (sized at dispatch) or a count below 2^32")
+        if b.access is Access.WORKGROUP:
+            if b.binding is not None:
+                bad("workgroup buffers take no binding", "remove the @binding")
+            if b.count == 0:
+                bad("workgroup buffers need a fixed count", "declare a count, e.g. f32[256]")
+            if b.is_output or b.count_like is not None:
+                bad("workgroup buffers cannot be outputs or sized like another buffer", "remove output/len(...)")
+            return
+        if b.binding is None or not isinstance(b.binding, int) or b.binding < 0:
+            bad("needs a binding number", "add @N with a unique N >= 0")
+        if b.is_output and b.access in (Access.READ, Access.UNIFORM):
+            bad(f"a {b.access.value} buffer cannot be an output", "declare it read_write or write")
+        if b.count_like is not None:
+            other = self.program_buffer(b.count_like)
+            if b.count:
+                bad("has both a count and len(...)", "keep one of them")
+            elif other is None or other is b or not other.is_input:
+                bad(f"len({b.count_like}) must name another input buffer",
+                    "size it like a read, uniform or read_write (non-output) buffer")
+        elif b.is_output and b.count == 0:
+            bad("an output needs a size", f"declare a count (e.g. {b.dtype}[1024]) or len(<input buffer>)")
+
+    def program_buffer(self, name: str) -> BufferDecl | None:
+        return next((x for x in self.program.buffers if x.name == name), None)
+
+    # --- scopes
+    def push(self) -> None:
+        self.scopes.append({})
+
+    def pop(self) -> None:
+        for name in self.scopes.pop():
+            del self.visible[name]
+
+    def bind(self, name: str, dtype: DataType, loop_var: bool, path: str) -> None:
+        if not is_identifier(name):
+            self.error("V020", f"bad variable name {name!r}", path, "use an identifier that is not a keyword")
+        if name in self.visible:
+            self.error("V008", f"{name!r} shadows a variable that is still in scope", path,
+                       f"pick a new name, or assign the existing one: {name} = ...")
+            return
+        self.scopes[-1][name] = (dtype, loop_var)
+        self.visible[name] = (dtype, loop_var)
+
+    def type_of(self, e: Expr, path: str) -> DataType | None:
+        variables = {name: t for name, (t, _) in self.visible.items()}
+        try:
+            return infer_type(e, path, variables, self.buffers, self.ops, 0, self.limits.max_expr_depth)
+        except ExprFault as fault:
+            self.diags.append(fault.diagnostic())
+            return None
+
+    # --- statements
+    def walk(self, body: tuple[Node, ...], path: str, depth: int) -> None:
+        if depth > self.limits.max_nesting:
+            self.error("V015", f"statements nested deeper than {self.limits.max_nesting}", path,
+                       "flatten the control flow")
+            return
+        for i, node in enumerate(body):
+            self.statements += 1
+            if self.statements > self.limits.max_statements and not self.too_many_reported:
+                self.too_many_reported = True
+                self.error("V017", f"more than {self.limits.max_statements} statements", f"{path}[{i}]",
+                           "split the program")
+            self.node(node, f"{path}[{i}]", depth)
+
+    def node(self, n: Node, path: str, depth: int) -> None:
+        if isinstance(n, Let):
+            t = self.type_of(n.value, f"{path}.value")
+            if t is not None:
+                self.bind(n.name, t, False, path)
+        elif isinstance(n, Assign):
+            t = self.type_of(n.value, f"{path}.value")
+            have = self.visible.get(n.name)
+            if have is None:
+                self.error("V009", f"assignment to {n.name!r}, which is not bound here", path,
+                           f"declare it first: let {n.name} = ...")
+            elif have[1]:
+                self.error("V010", f"assignment to loop variable {n.name!r}", path,
+                           "copy it into a let variable and change that")
+            elif t is not None and t is not have[0]:
+                self.error("V007", f"{n.name!r} is {have[0]} but the value is {t}", path, f"cast the value: `... as {have[0]}`")
+        elif isinstance(n, Store):
+            decl = self.buffers.get(n.buffer)
+            t = self.type_of(n.value, f"{path}.value")
+            it = self.type_of(n.index, f"{path}.index")
+            if decl is None:
+                self.error("V004", f"unknown buffer {n.buffer!r}", path, "declare it")
+                return
+            if not decl.access.writable:
+                self.error("V011", f"store to {decl.access.value} buffer {decl.name!r}", path,
+                           "declare the buffer read_write (or write)")
+            if it is not None and it is not DataType.U32:
+                self.error("V023", f"index must be u32, got {it}", f"{path}.index", "cast it: `i as u32`")
+            want = decl.dtype.value_type
+            if t is not None and t is not want:
+                self.error("V007", f"buffer {decl.name!r} stores {want} values ({decl.dtype} in memory), got {t}",
+                           f"{path}.value", f"cast the value: `... as {want}`")
+        elif isinstance(n, If):
+            t = self.type_of(n.cond, f"{path}.cond")
+            if t is not None and t is not DataType.BOOL:
+                self.error("V022", f"if condition must be bool, got {t}", f"{path}.cond", "compare it, e.g. `x != 0u32`")
+            for name, body in (("then", n.then), ("otherwise", n.otherwise)):
+                self.push()
+                self.walk(body, f"{path}.{name}", depth + 1)
+                self.pop()
+        elif isinstance(n, Loop):
+            a, b = self.type_of(n.start, f"{path}.start"), self.type_of(n.end, f"{path}.end")
+            var_type = a if a in _LOOP_TYPES else DataType.U32
+            if a is not None and b is not None and (a is not b or a not in _LOOP_TYPES):
+                self.error("V024", f"loop bounds must be one integer type (u32, i32, u64, i64), got {a} and {b}", path,
+                           "cast the bounds to the same integer type")
+            self.push()
+            self.bind(n.var, var_type, True, path)
+            self.walk(n.body, f"{path}.body", depth + 1)
+            self.pop()
+        elif isinstance(n, Block):
+            self.push()
+            self.walk(n.body, f"{path}.body", depth + 1)
+            self.pop()
+        elif isinstance(n, Region):
+            if not isinstance(n.generator, str):
+                self.error("V020", "region generator must be a string", path, "name what produced the region")
+            self.walk(n.body, f"{path}.body", depth + 1)
+        elif not isinstance(n, (Return, Barrier)):
+            self.error("V020", f"not a statement node: {type(n).__name__}", path, "build statements from vyre_decl.ir nodes")
+
+
+# ----------------------------------------------------------------------------- uniformity
+
+
+def _uniform(e: Expr, varying: set[str], buffers: Mapping[str, BufferDecl]) -> bool:
+    """Whether ``e`` has the same value in every invocation of a workgroup (conservatively)."""
+    if isinstance(e, (Lit, BufLen)):
+        return True
+    if isinstance(e, Id):
+        return e.kind is IdKind.WORKGROUP
+    if isinstance(e, Var):
+        return e.name not in varying
+    if isinstance(e, Load):
+        decl = buffers.get(e.buffer)
+        return decl is not None and decl.access in (Access.READ, Access.UNIFORM) and _uniform(e.index, varying, buffers)
+    if isinstance(e, Op):
+        return all(_uniform(a, varying, buffers) for a in e.args)
+    if isinstance(e, Select):
+        return all(_uniform(x, varying, buffers) for x in (e.cond, e.if_true, e.if_false))
+    return False  # atomics and anything unknown
+
+
+def _divergent_barriers(program: Program) -> list[str]:
+    buffers = {b.name: b for b in program.buffers}
+    varying: set[str] = set()
+    found: dict[str, None] = {}
+
+    def walk(body: tuple[Node, ...], path: str, divergent: bool, returned: bool) -> bool:
+        """Returns whether some invocations may have returned early by the end of ``body``."""
+        for i, n in enumerate(body):
+            here = f"{path}[{i}]"
+            if isinstance(n, (Let, Assign)):
+                if divergent or not _uniform(n.value, varying, buffers):
+                    varying.add(n.name)
+            elif isinstance(n, If):
+                d = divergent or not _uniform(n.cond, varying, buffers)
+                r1 = walk(n.then, f"{here}.then", d, returned)
+                r2 = walk(n.otherwise, f"{here}.otherwise", d, returned)
+                returned = r1 or r2
+            elif isinstance(n, Loop):
+                d = divergent or not (_uniform(n.start, varying, buffers) and _uniform(n.end, varying, buffers))
+                if d:
+                    varying.add(n.var)
+                # twice: an early return late in the body makes the next iteration's barriers divergent
+                r = walk(n.body, f"{here}.body", d, returned)
+                returned = walk(n.body, f"{here}.body", d, r)
+            elif isinstance(n, (Block, Region)):
+                returned = walk(n.body, f"{here}.body", divergent, returned)
+            elif isinstance(n, Return):
+                returned = returned or divergent
+            elif isinstance(n, Barrier) and (divergent or returned):
+                found[here] = None
+        return returned
+
+    while True:  # grow the varying set to a fixpoint (loops feed values back)
+        before = len(varying)
+        found.clear()
+        walk(program.body, "body", False, False)
+        if len(varying) == before:
+            return list(found)
+
+
+# ----------------------------------------------------------------------------- entry points
+
+
+def validate(program: Program, ops: OpTable, limits: Limits = Limits()) -> list[Diagnostic]:
+    """Every problem in ``program`` (empty when it is valid)."""
+    return _Validator(program, ops, limits).run()
+
+
+def check(program: Program, ops: OpTable, limits: Limits = Limits()) -> None:
+    """Raise VyreError listing every problem in ``program``; return None when it is valid."""
+    diags = validate(program, ops, limits)
+    if diags:
+        raise VyreError(diags, f"program {program.name!r} is invalid ({len(diags)} problem(s)):")

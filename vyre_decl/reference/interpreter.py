@@ -1,0 +1,570 @@
+"""The CPU reference interpreter: the executable form of the semantics table.
+
+A Program is compiled once into a tree of Python closures; running it executes every invocation
+of a chunk of workgroups at the same time with numpy arrays (one element per invocation).
+Divergent ``if``/``loop``/``return`` are masks, workgroup buffers are one array row per
+workgroup, and statements run in lockstep, so a barrier needs no action. Atomics apply in
+invocation order: within one atomic expression, lower linear invocation ids go first.
+
+The interpreter knows structure only. Every computation is an op from the registry, evaluated
+through its reference (a whitelisted ufunc, a named kernel, or its ``compose`` expression).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Final, Mapping, Sequence
+
+import numpy as np
+
+from ..ir.nodes import (
+    Access,
+    Assign,
+    Atomic,
+    Barrier,
+    Block,
+    BufferDecl,
+    BufLen,
+    Expr,
+    Id,
+    IdKind,
+    If,
+    Let,
+    Lit,
+    Load,
+    Loop,
+    Node,
+    Op,
+    Program,
+    Region,
+    Return,
+    Select,
+    Store,
+    Var,
+)
+from ..ir.scalars import to_numpy
+from ..ir.signature import Binding
+from ..ir.types import DataType
+from ..registry import OpDef, Registry
+from ..registry.semantics import KERNELS, ufunc
+from .memory import to_storage, to_value
+
+__all__ = ["CompiledProgram", "compile_program", "op_function", "CHUNK_INVOCATIONS"]
+
+CHUNK_INVOCATIONS: Final = 1 << 20  # invocations executed together (whole workgroups)
+
+Value = Any  # numpy array (one element per invocation) or numpy scalar (same for all)
+Mask = Any  # None (every invocation of the chunk) or a bool array
+ExprFn = Callable[["_Frame", Mask], Value]
+StmtFn = Callable[["_Frame", Mask], None]
+OpFn = Callable[[Sequence[Value]], Value]
+
+
+def _and(mask: Mask, other: Any) -> Any:
+    return other if mask is None else mask & other
+
+
+class _Frame:
+    """State of one chunk of invocations while it runs."""
+
+    __slots__ = ("n", "vars", "alive", "epoch", "mem", "counts", "lane_wg", "ids", "deadline")
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.vars: dict[str, Value] = {}
+        self.alive: np.ndarray | None = None  # None = no invocation has returned
+        self.epoch = 0  # bumped on every executed return
+        self.mem: dict[str, np.ndarray] = {}
+        self.counts: dict[str, int] = {}
+        self.lane_wg: np.ndarray | None = None  # workgroup index within the chunk, per lane
+        self.ids: dict[tuple[IdKind, int], np.ndarray] = {}
+        self.deadline: float | None = None
+
+
+class _Values:
+    """A minimal frame for evaluating an op's compose expression on its argument values."""
+
+    __slots__ = ("vars",)
+
+    def __init__(self, variables: dict[str, Value]) -> None:
+        self.vars = variables
+
+
+# ============================================================================ op functions
+
+
+def op_function(registry: Registry, op: OpDef, binding: Binding, attrs: tuple[tuple[str, int], ...] = ()) -> OpFn:
+    """A vectorised function computing ``op`` for ``binding``: args -> result (the atomic ops:
+    current memory value and operands -> new memory value)."""
+    key = (op.id, binding, attrs)
+    cache = _OP_CACHE.setdefault(id(registry), {})
+    fn = cache.get(key)
+    if fn is None:
+        fn = cache[key] = _make_op_function(registry, op, binding, attrs)
+    return fn
+
+
+_OP_CACHE: dict[int, dict[tuple[Any, ...], OpFn]] = {}
+
+
+def _make_op_function(registry: Registry, op: OpDef, binding: Binding, attrs: tuple[tuple[str, int], ...]) -> OpFn:
+    out_type = op.output_type(binding)
+    out_dtype = out_type.numpy_dtype
+    attr_types = {a.name: a.dtype for a in op.signature.attrs}
+    attr_values = {a.name: a.default for a in op.signature.attrs if a.default is not None}
+    attr_values.update(dict(attrs))
+    consts = {name: to_numpy(attr_types[name], bits) for name, bits in attr_values.items()}
+    ref = op.reference_for(binding)
+    if ref is not None and ref.ufunc is not None:
+        uf = ufunc(ref.ufunc)
+
+        def via_ufunc(args: Sequence[Value]) -> Value:
+            r = uf(*args)
+            return r if r.dtype == out_dtype else r.astype(out_dtype)
+
+        return via_ufunc
+    if ref is not None and ref.kernel is not None:
+        kernel = KERNELS[ref.kernel]
+        types = op.binding_map(binding)
+        return lambda args: kernel(args, out=out_type, types=types, attrs=consts)
+    assert op.compose is not None, f"{op.id} has no reference for {binding}"
+    m = op.binding_map(binding)
+    names = [p.name for p in op.signature.inputs]
+    var_types = {p.name: op.signature.resolve(p.type, m) for p in op.signature.inputs}
+    var_types.update(attr_types)
+    body, _ = _Compiler(registry, {}, var_types).expr(op.compose)
+
+    def via_compose(args: Sequence[Value]) -> Value:
+        env = dict(zip(names, args))
+        env.update(consts)
+        return body(_Values(env), None)  # type: ignore[arg-type]
+
+    return via_compose
+
+
+# ============================================================================ compiler
+
+
+class _Compiler:
+    """Turns IR into closures; tracks variable types the way validation does."""
+
+    def __init__(self, registry: Registry, buffers: Mapping[str, BufferDecl], var_types: Mapping[str, DataType]) -> None:
+        self.registry = registry
+        self.buffers = buffers
+        self.types: dict[str, DataType] = dict(var_types)
+        self.ids_used: set[tuple[IdKind, int]] = set()
+
+    # --- expressions
+    def expr(self, e: Expr) -> tuple[ExprFn, DataType]:
+        if isinstance(e, Lit):
+            value = to_numpy(e.dtype, e.bits)
+            return (lambda fr, m: value), e.dtype
+        if isinstance(e, Var):
+            name = e.name
+            return (lambda fr, m: fr.vars[name]), self.types[name]
+        if isinstance(e, BufLen):
+            bname = e.buffer
+            return (lambda fr, m: np.uint32(fr.counts[bname])), DataType.U32
+        if isinstance(e, Id):
+            key = (e.kind, e.axis)
+            self.ids_used.add(key)
+            return (lambda fr, m: fr.ids[key]), DataType.U32
+        if isinstance(e, Load):
+            return self.load(e)
+        if isinstance(e, Select):
+            c, _ = self.expr(e.cond)
+            a, t = self.expr(e.if_true)
+            b, _ = self.expr(e.if_false)
+            return (lambda fr, m: np.where(c(fr, m), a(fr, m), b(fr, m))), t
+        if isinstance(e, Op):
+            return self.op(e)
+        if isinstance(e, Atomic):
+            return self.atomic(e)
+        raise TypeError(f"cannot interpret {e!r}")
+
+    def op(self, e: Op) -> tuple[ExprFn, DataType]:
+        op = self.registry.get(e.op)
+        compiled = [self.expr(a) for a in e.args]
+        fns = [f for f, _ in compiled]
+        binding, out = op.signature.bind([t for _, t in compiled], dict(e.types))
+        impl = op_function(self.registry, op, binding, tuple((n, lit.bits) for n, lit in e.attrs))
+        if len(fns) == 1:
+            (a,) = fns
+            return (lambda fr, m: impl((a(fr, m),))), out
+        if len(fns) == 2:
+            a, b = fns
+            return (lambda fr, m: impl((a(fr, m), b(fr, m)))), out
+        return (lambda fr, m: impl([f(fr, m) for f in fns])), out
+
+    def load(self, e: Load) -> tuple[ExprFn, DataType]:
+        decl = self.buffers[e.buffer]
+        index, _ = self.expr(e.index)
+        name, dtype = decl.name, decl.dtype
+        zero = to_value(dtype, np.zeros(1, dtype.storage_dtype))[0]
+        shared = decl.access is Access.WORKGROUP
+
+        def load(fr: _Frame, m: Mask) -> Value:
+            idx = np.asarray(index(fr, m))
+            count = fr.counts[name]
+            mem = fr.mem[name]
+            if shared:
+                idx = np.broadcast_to(idx, (fr.n,))
+                ok = idx < count
+                flat = fr.lane_wg * np.uint64(count) + np.where(ok, idx, 0)
+                return np.where(ok, to_value(dtype, mem[flat]), zero)
+            if count == 0:
+                return np.full(idx.shape, zero)
+            ok = idx < count
+            if ok.all():
+                return to_value(dtype, mem[idx])
+            return np.where(ok, to_value(dtype, mem[np.where(ok, idx, 0)]), zero)
+
+        return load, dtype.value_type
+
+    def atomic(self, e: Atomic) -> tuple[ExprFn, DataType]:
+        decl = self.buffers[e.buffer]
+        op = self.registry.get(e.op)
+        index, _ = self.expr(e.index)
+        compiled = [self.expr(a) for a in e.args]
+        operands = [f for f, _ in compiled]
+        binding, _ = op.signature.bind([decl.dtype] + [t for _, t in compiled])
+        combine = op_function(self.registry, op, binding)
+        m_binding = op.binding_map(binding)
+        scan = len(operands) == 1 and any(law.law == "associative" and law.applies(m_binding) for law in op.laws)
+        name, dtype = decl.name, decl.dtype.numpy_dtype
+        shared = decl.access is Access.WORKGROUP
+
+        def atomic(fr: _Frame, m: Mask) -> Value:
+            count = fr.counts[name]
+            idx = np.broadcast_to(np.asarray(index(fr, m)), (fr.n,))
+            ok = idx < count
+            if m is not None:
+                ok = ok & m
+            lanes = np.flatnonzero(ok)
+            result = np.zeros(fr.n, dtype)
+            if lanes.size == 0:
+                return result
+            addr = idx[lanes].astype(np.int64)
+            if shared:
+                addr = addr + fr.lane_wg[lanes].astype(np.int64) * count
+            args = [np.broadcast_to(np.asarray(f(fr, m), dtype), (fr.n,))[lanes] for f in operands]
+            mem = fr.mem[name]
+            old = _apply_scan(mem, addr, args[0], combine) if scan else _apply_rounds(mem, addr, args, combine)
+            result[lanes] = old
+            return result
+
+        return atomic, decl.dtype
+
+    # --- statements
+    def block(self, body: Sequence[Node]) -> StmtFn:
+        saved = dict(self.types)
+        stmts = [self.stmt(n) for n in body]
+        self.types = saved
+        return _run_block(stmts)
+
+    def stmt(self, n: Node) -> StmtFn:
+        if isinstance(n, Let):
+            value, t = self.expr(n.value)
+            self.types[n.name] = t
+            name = n.name
+
+            def let(fr: _Frame, m: Mask) -> None:
+                fr.vars[name] = value(fr, m)
+
+            return let
+        if isinstance(n, Assign):
+            value, _ = self.expr(n.value)
+            name = n.name
+
+            def assign(fr: _Frame, m: Mask) -> None:
+                new = value(fr, m)
+                fr.vars[name] = new if m is None else np.where(m, new, fr.vars[name])
+
+            return assign
+        if isinstance(n, Store):
+            return self.store(n)
+        if isinstance(n, If):
+            return self.if_(n)
+        if isinstance(n, Loop):
+            return self.loop(n)
+        if isinstance(n, Return):
+            return _return
+        if isinstance(n, Barrier):
+            return _barrier
+        if isinstance(n, Block):
+            return self.block(n.body)
+        if isinstance(n, Region):  # no scope: its lets stay visible
+            return _run_block([self.stmt(s) for s in n.body])
+        raise TypeError(f"cannot interpret {n!r}")
+
+    def store(self, n: Store) -> StmtFn:
+        decl = self.buffers[n.buffer]
+        index, _ = self.expr(n.index)
+        value, _ = self.expr(n.value)
+        name, dtype = decl.name, decl.dtype
+        shared = decl.access is Access.WORKGROUP
+
+        def store(fr: _Frame, m: Mask) -> None:
+            idx = np.asarray(index(fr, m))
+            raw = to_storage(dtype, np.asarray(value(fr, m)))
+            count = fr.counts[name]
+            mem = fr.mem[name]
+            if idx.ndim == 0 and raw.ndim == 0 and m is None and not shared:
+                if idx < count:
+                    mem[idx] = raw
+                return
+            idx = np.broadcast_to(idx, (fr.n,))
+            ok = idx < count
+            if m is not None:
+                ok = ok & m
+            if shared:
+                idx = fr.lane_wg * np.uint64(count) + np.where(ok, idx, 0)
+            raw = np.broadcast_to(raw, (fr.n,))
+            if ok.all():
+                mem[idx] = raw
+            else:
+                mem[idx[ok]] = raw[ok]
+
+        return store
+
+    def if_(self, n: If) -> StmtFn:
+        cond, _ = self.expr(n.cond)
+        then = self.block(n.then)
+        otherwise = self.block(n.otherwise) if n.otherwise else None
+
+        def if_(fr: _Frame, m: Mask) -> None:
+            c = np.asarray(cond(fr, m))
+            if c.ndim == 0:
+                if c:
+                    then(fr, m)
+                elif otherwise is not None:
+                    otherwise(fr, m)
+                return
+            if m is None and c.all():
+                then(fr, None)
+                return
+            taken = _and(m, c)
+            if taken.any():
+                then(fr, taken)
+            if otherwise is not None:
+                rest = _and(m, ~c)
+                if rest.any():
+                    otherwise(fr, rest)
+
+        return if_
+
+    def loop(self, n: Loop) -> StmtFn:
+        start, t = self.expr(n.start)
+        end, _ = self.expr(n.end)
+        saved = dict(self.types)
+        self.types[n.var] = t
+        body = self.block(n.body)
+        self.types = saved
+        name, dtype = n.var, t.numpy_dtype
+        unsigned = np.dtype(f"u{dtype.itemsize}")
+
+        def loop(fr: _Frame, m: Mask) -> None:
+            lo, hi = np.asarray(start(fr, m)), np.asarray(end(fr, m))
+            if lo.ndim == 0 and hi.ndim == 0:  # same bounds for every invocation
+                for v in range(int(lo), int(hi)):
+                    _check_deadline(fr)
+                    fr.vars[name] = dtype.type(v)
+                    body(fr, m)
+                    if fr.alive is not None:
+                        m = _and(m, fr.alive)
+                        if not m.any():
+                            return
+                return
+            trips = np.where(hi > lo, hi.view(unsigned) - lo.view(unsigned), 0).astype(unsigned)
+            active = trips if m is None else np.where(m, trips, 0)
+            base = np.broadcast_to(lo.view(unsigned), (fr.n,))
+            for k in range(int(active.max(initial=0))):
+                _check_deadline(fr)
+                step = _and(m, trips > k)
+                if fr.alive is not None:
+                    step = step & fr.alive
+                if not step.any():
+                    break
+                fr.vars[name] = (base + unsigned.type(k)).view(dtype)
+                body(fr, step)
+
+        return loop
+
+
+def _return(fr: _Frame, m: Mask) -> None:
+    if m is None:
+        fr.alive = np.zeros(fr.n, bool)
+    else:
+        fr.alive = ~m if fr.alive is None else fr.alive & ~m
+    fr.epoch += 1
+
+
+def _barrier(fr: _Frame, m: Mask) -> None:
+    """Invocations run in lockstep, so every store before the barrier is already visible."""
+
+
+def _run_block(stmts: list[StmtFn]) -> StmtFn:
+    def block(fr: _Frame, m: Mask) -> None:
+        epoch = fr.epoch
+        for s in stmts:
+            s(fr, m)
+            if fr.epoch != epoch:  # some invocations returned: they skip the rest
+                epoch = fr.epoch
+                m = _and(m, fr.alive)
+                if not m.any():
+                    return
+
+    return block
+
+
+def _check_deadline(fr: _Frame) -> None:
+    if fr.deadline is not None and time.monotonic() > fr.deadline:
+        raise TimeoutError(
+            "the reference dispatch ran past its timeout (a loop that does not end?). "
+            "Fix: check the loop bounds, or raise DispatchConfig.timeout"
+        )
+
+
+# ============================================================================ atomics
+
+
+def _apply_scan(mem: np.ndarray, addr: np.ndarray, values: np.ndarray, combine: OpFn) -> np.ndarray:
+    """Sequential-order atomics for an associative combine: a segmented inclusive scan per
+    address (Hillis-Steele, O(log n) numpy passes). Returns the old value seen by each lane."""
+    order = np.argsort(addr, kind="stable")
+    a = addr[order]
+    v = values[order]
+    n = a.size
+    first = np.ones(n, bool)
+    first[1:] = a[1:] != a[:-1]
+    starts = np.flatnonzero(first)
+    seg = np.cumsum(first) - 1
+    pos = np.arange(n) - starts[seg]
+    scan = v.copy()
+    d = 1
+    longest = int(pos.max()) + 1
+    while d < longest:
+        take = np.flatnonzero(pos >= d)
+        nxt = scan.copy()
+        nxt[take] = combine((scan[take - d], scan[take]))
+        scan = nxt
+        d *= 2
+    base = mem[a]
+    prev = np.empty_like(scan)
+    prev[1:] = scan[:-1]
+    old_sorted = np.where(first, base, combine((base, np.where(first, base, prev))))
+    last = np.ones(n, bool)
+    last[:-1] = first[1:]
+    ends = np.flatnonzero(last)
+    mem[a[ends]] = combine((base[ends], scan[ends]))
+    old = np.empty_like(old_sorted)
+    old[order] = old_sorted
+    return old
+
+
+def _apply_rounds(mem: np.ndarray, addr: np.ndarray, args: list[np.ndarray], combine: OpFn) -> np.ndarray:
+    """Sequential-order atomics for any combine: each round applies the earliest pending lane of
+    every distinct address."""
+    old = np.empty(addr.size, mem.dtype)
+    pending = np.arange(addr.size)
+    while pending.size:
+        _, first = np.unique(addr[pending], return_index=True)
+        lanes = pending[first]
+        where = addr[lanes]
+        current = mem[where]
+        mem[where] = combine([current] + [x[lanes] for x in args])
+        old[lanes] = current
+        keep = np.ones(pending.size, bool)
+        keep[first] = False
+        pending = pending[keep]
+    return old
+
+
+# ============================================================================ running
+
+
+@dataclass(frozen=True)
+class CompiledProgram:
+    """A program ready to run on the reference interpreter."""
+
+    program: Program
+    body: StmtFn
+    ids_used: frozenset[tuple[IdKind, int]]
+
+    def run(
+        self,
+        memory: Mapping[str, np.ndarray],
+        counts: Mapping[str, int],
+        grid: tuple[int, int, int],
+        repeat: int = 1,
+        timeout: float | None = None,
+    ) -> None:
+        """Execute the program over ``grid`` workgroups, ``repeat`` times, mutating ``memory``
+        (one storage array per non-workgroup buffer; ``counts`` gives every buffer's length)."""
+        prog = self.program
+        wx, wy, wz = prog.workgroup_size
+        gx, gy, gz = grid
+        wg_size = wx * wy * wz
+        total_wgs = gx * gy * gz
+        if total_wgs == 0:
+            return
+        per_chunk = max(1, CHUNK_INVOCATIONS // wg_size)
+        shared = [b for b in prog.buffers if b.access is Access.WORKGROUP]
+        deadline = None if timeout is None else time.monotonic() + timeout
+        one_d = wy == wz == gy == gz == 1
+        with np.errstate(all="ignore"):
+            for _ in range(repeat):
+                for w0 in range(0, total_wgs, per_chunk):
+                    nwg = min(per_chunk, total_wgs - w0)
+                    n = nwg * wg_size
+                    fr = _Frame(n)
+                    fr.deadline = deadline
+                    fr.mem.update(memory)
+                    fr.counts.update(counts)
+                    if shared:
+                        fr.lane_wg = np.repeat(np.arange(nwg, dtype=np.uint64), wg_size)
+                        for b in shared:
+                            fr.mem[b.name] = np.zeros(nwg * b.count, b.dtype.storage_dtype)
+                            fr.counts[b.name] = b.count
+                    self._ids(fr, w0, grid, one_d)
+                    self.body(fr, None)
+
+    def _ids(self, fr: _Frame, w0: int, grid: tuple[int, int, int], one_d: bool) -> None:
+        if not self.ids_used:
+            return
+        (wx, wy, wz), n = self.program.workgroup_size, fr.n
+        if one_d:
+            lane = np.arange(n, dtype=np.uint64)
+            local = {0: lane % np.uint64(wx)}
+            group = {0: np.uint64(w0) + lane // np.uint64(wx)}
+            glob = {0: np.uint64(w0 * wx) + lane}
+            zero = np.zeros(n, np.uint32)
+            for kind, axis in self.ids_used:
+                src = {IdKind.GLOBAL: glob, IdKind.LOCAL: local, IdKind.WORKGROUP: group}[kind]
+                fr.ids[(kind, axis)] = src[axis].astype(np.uint32) if axis == 0 else zero
+            return
+        wg_size = wx * wy * wz
+        lane = np.arange(n, dtype=np.uint64)
+        loc = lane % np.uint64(wg_size)
+        wg = np.uint64(w0) + lane // np.uint64(wg_size)
+        gx, gy, _ = grid
+        local = (loc % np.uint64(wx), (loc // np.uint64(wx)) % np.uint64(wy), loc // np.uint64(wx * wy))
+        group = (wg % np.uint64(gx), (wg // np.uint64(gx)) % np.uint64(gy), wg // np.uint64(gx * gy))
+        size = (wx, wy, wz)
+        for kind, axis in self.ids_used:
+            if kind is IdKind.LOCAL:
+                v = local[axis]
+            elif kind is IdKind.WORKGROUP:
+                v = group[axis]
+            else:
+                v = group[axis] * np.uint64(size[axis]) + local[axis]
+            fr.ids[(kind, axis)] = v.astype(np.uint32)
+
+
+def compile_program(program: Program, registry: Registry) -> CompiledProgram:
+    """Compile a *validated* program (validate it first: this assumes it is well-typed)."""
+    buffers = {b.name: b for b in program.buffers}
+    comp = _Compiler(registry, buffers, {})
+    body = comp.block(program.body)
+    return CompiledProgram(program, body, frozenset(comp.ids_used))

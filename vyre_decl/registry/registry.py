@@ -1,0 +1,89 @@
+"""The Registry: every loaded op by id, the dialects they came from, and what was rejected."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Iterator, Mapping
+
+from ..ir.diagnostics import Diagnostic, VyreError
+from ..ir.signature import OpSignature
+from .model import DialectInfo, OpDef
+
+__all__ = ["Registry"]
+
+
+class Registry:
+    """An immutable set of op definitions; implements the IR's ``OpTable`` protocol."""
+
+    def __init__(
+        self,
+        ops: Mapping[str, OpDef],
+        dialects: Mapping[str, DialectInfo],
+        diagnostics: tuple[Diagnostic, ...],
+        sources: Mapping[Path, bytes],
+        rejected: Mapping[str, Path],
+    ) -> None:
+        self._ops = dict(sorted(ops.items()))
+        self.dialects = dict(sorted(dialects.items()))
+        self.diagnostics = diagnostics
+        self._sources = dict(sources)  # accepted file -> sha256 digest of its bytes
+        self._rejected = dict(rejected)  # op id -> the rejected file that declared it
+        h = hashlib.sha256()
+        for name, digest in sorted((p.name, d) for p, d in self._sources.items()):
+            h.update(name.encode() + b"\0" + digest)
+        self._fingerprint = h.hexdigest()
+
+    # --- lookup
+    def __contains__(self, op_id: object) -> bool:
+        return op_id in self._ops
+
+    def __iter__(self) -> Iterator[OpDef]:
+        return iter(self._ops.values())
+
+    def __len__(self) -> int:
+        return len(self._ops)
+
+    def get(self, op_id: str) -> OpDef:
+        try:
+            return self._ops[op_id]
+        except KeyError:
+            raise VyreError.one("V005", f"unknown op {op_id!r}", "registry", self.unknown_op_hint(op_id)) from None
+
+    __getitem__ = get
+
+    def signature(self, op_id: str) -> OpSignature | None:
+        op = self._ops.get(op_id)
+        return op.signature if op is not None else None
+
+    def unknown_op_hint(self, op_id: str) -> str:
+        if op_id in self._rejected:
+            path = self._rejected[op_id]
+            return f"its op file {path} was rejected; run `python -m vyre_decl.ops check {path}` and fix it"
+        dialect = op_id.rpartition(".")[0]
+        near = [o for o in self._ops if o.startswith(dialect + ".")] if dialect else []
+        if near:
+            return f"use an op of {dialect}: {', '.join(near)}"
+        return "check the op id, or add the op file's directory to VYRE_DECL_OPS_PATH"
+
+    # --- provenance
+    @property
+    def sources(self) -> tuple[Path, ...]:
+        """The op files whose ops are registered."""
+        return tuple(self._sources)
+
+    @property
+    def fingerprint(self) -> str:
+        """SHA-256 over the names and bytes of every accepted op file (order independent)."""
+        return self._fingerprint
+
+    @property
+    def errors(self) -> tuple[Diagnostic, ...]:
+        return tuple(d for d in self.diagnostics if d.severity == "error")
+
+    def raise_for_errors(self) -> None:
+        if self.errors:
+            raise VyreError(self.errors, f"{len(self.errors)} op file error(s):")
+
+    def __repr__(self) -> str:
+        return f"<Registry {len(self._ops)} ops, {len(self.dialects)} dialects, {len(self.errors)} errors>"

@@ -1,0 +1,213 @@
+"""Reference semantics an op file may name: whitelisted numpy ufuncs and built-in kernels.
+
+An op's ``reference = { ufunc = "add" }`` is looked up in ``UFUNCS`` (never ``eval``-ed);
+``reference = { kernel = "int_div" }`` in ``KERNELS``. Kernels implement rows of the normative
+semantics table that no numpy ufunc gets right (truncating division with the ÷0 rules, masked
+shifts, saturating casts, IEEE-754-2019 min/max, bit counts). Every kernel is vectorised:
+``kernel(args, out=DataType, types={var: DataType}, attrs={name: numpy scalar}) -> ndarray``.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Final, Mapping, Sequence
+
+import numpy as np
+
+from ..ir.types import DataType
+
+__all__ = ["UFUNCS", "KERNELS", "Kernel", "ufunc"]
+
+Kernel = Callable[..., np.ndarray]
+
+# numpy ufuncs an op file may name. Each must follow the semantics table for the types the op
+# uses it for (e.g. `add` wraps for fixed-width integers and is IEEE for floats).
+UFUNCS: Final = frozenset(
+    """add subtract multiply divide true_divide negative positive absolute bitwise_and bitwise_or
+    bitwise_xor invert equal not_equal less less_equal greater greater_equal logical_and
+    logical_or logical_xor logical_not minimum maximum sqrt floor ceil rint trunc copysign""".split()
+)
+
+
+def ufunc(name: str) -> np.ufunc:
+    """The whitelisted numpy ufunc ``name``."""
+    if name not in UFUNCS:
+        raise KeyError(name)
+    return getattr(np, name)
+
+
+def _unsigned(dtype: np.dtype) -> np.dtype:
+    return np.dtype(f"u{dtype.itemsize}")
+
+
+def _bits(a: np.ndarray) -> int:
+    return a.dtype.itemsize * 8
+
+
+def int_div(args: Sequence[np.ndarray], **_: object) -> np.ndarray:
+    """Truncating division; unsigned ÷0 = all ones; signed ÷0 = 0, MIN ÷ −1 = MIN."""
+    a, b = np.asarray(args[0]), np.asarray(args[1])
+    zero = b == 0
+    if a.dtype.kind == "u":
+        q = a // np.where(zero, 1, b).astype(b.dtype)
+        return np.where(zero, np.iinfo(a.dtype).max, q).astype(a.dtype)
+    minus_one = b == -1
+    safe = np.where(zero | minus_one, 1, b).astype(b.dtype)
+    q = (a - np.fmod(a, safe)) // safe  # exact division, so floor == trunc
+    return np.where(zero, 0, np.where(minus_one, np.negative(a), q)).astype(a.dtype)
+
+
+def int_mod(args: Sequence[np.ndarray], **_: object) -> np.ndarray:
+    """Remainder of truncating division (sign of the dividend); x % 0 = 0, MIN % −1 = 0."""
+    a, b = np.asarray(args[0]), np.asarray(args[1])
+    bad = b == 0 if a.dtype.kind == "u" else (b == 0) | (b == -1)
+    safe = np.where(bad, 1, b).astype(b.dtype)
+    return np.where(bad, 0, np.fmod(a, safe)).astype(a.dtype)
+
+
+def _float_pick(a: np.ndarray, b: np.ndarray, want_min: bool) -> np.ndarray:
+    a, b = np.asarray(a), np.asarray(b)
+    first = a < b if want_min else a > b
+    second = b < a if want_min else b > a
+    # equal values (including ±0): min prefers the negative zero, max the positive one
+    tie = np.where(np.signbit(a) == want_min, a, b)
+    picked = np.where(first, a, np.where(second, b, tie))
+    return np.where(np.isnan(a), b, np.where(np.isnan(b), a, picked)).astype(a.dtype)
+
+
+def float_min(args: Sequence[np.ndarray], **_: object) -> np.ndarray:
+    """IEEE 754-2019 minimumNumber: a NaN operand loses; −0 < +0."""
+    return _float_pick(args[0], args[1], True)
+
+
+def float_max(args: Sequence[np.ndarray], **_: object) -> np.ndarray:
+    """IEEE 754-2019 maximumNumber: a NaN operand loses; −0 < +0."""
+    return _float_pick(args[0], args[1], False)
+
+
+def _as_unsigned(a: np.ndarray) -> np.ndarray:
+    return np.asarray(a).view(_unsigned(np.asarray(a).dtype))
+
+
+def shl(args: Sequence[np.ndarray], **_: object) -> np.ndarray:
+    """Left shift by the amount masked to width − 1."""
+    a = np.asarray(args[0])
+    u = _as_unsigned(a)
+    n = (np.asarray(args[1]) & (_bits(a) - 1)).astype(u.dtype)
+    return np.left_shift(u, n).view(a.dtype)
+
+
+def shr(args: Sequence[np.ndarray], **_: object) -> np.ndarray:
+    """Right shift by the amount masked to width − 1; arithmetic for signed types."""
+    a = np.asarray(args[0])
+    n = (np.asarray(args[1]) & (_bits(a) - 1)).astype(a.dtype)
+    return np.right_shift(a, n)
+
+
+def _rotate(a: np.ndarray, amount: np.ndarray, left: bool) -> np.ndarray:
+    a = np.asarray(a)
+    u = _as_unsigned(a)
+    width = _bits(a)
+    n = (np.asarray(amount) & (width - 1)).astype(u.dtype)
+    back = ((width - n) & (width - 1)).astype(u.dtype)
+    if left:
+        r = np.left_shift(u, n) | np.right_shift(u, back)
+    else:
+        r = np.right_shift(u, n) | np.left_shift(u, back)
+    return r.view(a.dtype)
+
+
+def rotl(args: Sequence[np.ndarray], **_: object) -> np.ndarray:
+    """Rotate left by the amount masked to width − 1."""
+    return _rotate(args[0], args[1], True)
+
+
+def rotr(args: Sequence[np.ndarray], **_: object) -> np.ndarray:
+    """Rotate right by the amount masked to width − 1."""
+    return _rotate(args[0], args[1], False)
+
+
+def popcount(args: Sequence[np.ndarray], **_: object) -> np.ndarray:
+    """Number of one bits (of the two's-complement pattern for signed types), as u32."""
+    return np.bitwise_count(_as_unsigned(args[0])).astype(np.uint32)
+
+
+def clz(args: Sequence[np.ndarray], **_: object) -> np.ndarray:
+    """Leading zero bits, as u32; clz(0) = width."""
+    x = _as_unsigned(args[0])
+    width = _bits(x)
+    n = np.zeros(x.shape, np.uint32)
+    step = width // 2
+    while step:
+        top_zero = np.right_shift(x, x.dtype.type(width - step)) == 0
+        n += np.where(top_zero, np.uint32(step), np.uint32(0))
+        x = np.where(top_zero, np.left_shift(x, x.dtype.type(step)), x)
+        step //= 2
+    return n + (x == 0).astype(np.uint32)
+
+
+def ctz(args: Sequence[np.ndarray], **_: object) -> np.ndarray:
+    """Trailing zero bits, as u32; ctz(0) = width."""
+    x = _as_unsigned(args[0])
+    lowest = x & (np.negative(x))
+    return np.bitwise_count(lowest - x.dtype.type(1)).astype(np.uint32)
+
+
+_REVERSE_STEPS: Final = (
+    (1, 0x5555555555555555),
+    (2, 0x3333333333333333),
+    (4, 0x0F0F0F0F0F0F0F0F),
+    (8, 0x00FF00FF00FF00FF),
+    (16, 0x0000FFFF0000FFFF),
+    (32, 0x00000000FFFFFFFF),
+)
+
+
+def reverse_bits(args: Sequence[np.ndarray], **_: object) -> np.ndarray:
+    """Bit order reversed (bit 0 <-> bit width−1)."""
+    a = np.asarray(args[0])
+    x = _as_unsigned(a)
+    t = x.dtype.type
+    width = _bits(x)
+    for shift, mask in _REVERSE_STEPS:
+        if shift >= width:
+            break
+        m = t(mask & ((1 << width) - 1))
+        x = (np.right_shift(x, t(shift)) & m) | np.left_shift(x & m, t(shift))
+    return x.view(a.dtype)
+
+
+def cast(args: Sequence[np.ndarray], *, out: DataType, **_: object) -> np.ndarray:
+    """Conversion to ``out`` following the semantics table: to bool = nonzero; int -> int wraps
+    (two's complement, sign-extending signed sources); int -> float rounds to nearest even;
+    float -> int truncates toward zero and saturates, NaN -> 0; float -> float rounds to
+    nearest even."""
+    x = np.asarray(args[0])
+    target = out.numpy_dtype
+    if out is DataType.BOOL:
+        return x != 0
+    if x.dtype.kind == "f" and out.is_int:
+        wide = np.trunc(x.astype(np.float64))
+        lo, hi = float(out.min), 2.0 ** (out.bits - 1 if out.is_signed else out.bits)
+        inside = (wide >= lo) & (wide < hi)  # False for NaN, which therefore stays 0
+        result = np.array(np.where(inside, wide, 0).astype(target))
+        result[wide >= hi] = out.max
+        result[wide < lo] = out.min
+        return result
+    return x.astype(target)
+
+
+KERNELS: Final[Mapping[str, Kernel]] = {
+    "int_div": int_div,
+    "int_mod": int_mod,
+    "float_min": float_min,
+    "float_max": float_max,
+    "shl": shl,
+    "shr": shr,
+    "rotl": rotl,
+    "rotr": rotr,
+    "popcount": popcount,
+    "clz": clz,
+    "ctz": ctz,
+    "reverse_bits": reverse_bits,
+    "cast": cast,
+}
