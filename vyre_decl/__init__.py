@@ -1,0 +1,88 @@
+"""vyre_decl: a small declarative GPU compute stack.
+
+Build a ``Program`` (typed buffers and a structured body; with ``ProgramBuilder`` or the
+``.vyre`` text form), then run it: ``vyre_decl.dispatch(program, inputs)`` on the best available
+backend, or ``vyre_decl.acquire("reference")`` for the CPU reference. Every operation is defined
+in TOML under ``ops/``; see ``python -m vyre_decl.ops list``.
+
+Names are imported lazily so that ``import vyre_decl`` stays cheap (no registry load, no
+pydantic import).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    # IR
+    "DataType": "vyre_decl.ir.types",
+    "Access": "vyre_decl.ir.nodes",
+    "BufferDecl": "vyre_decl.ir.nodes",
+    "Program": "vyre_decl.ir.nodes",
+    "ProgramBuilder": "vyre_decl.ir.builder",
+    "parse_program": "vyre_decl.ir.text",
+    "print_program": "vyre_decl.ir.text",
+    "Diagnostic": "vyre_decl.ir.diagnostics",
+    "VyreError": "vyre_decl.ir.diagnostics",
+    # registry
+    "Registry": "vyre_decl.registry",
+    "default_registry": "vyre_decl.registry",
+    "load_registry": "vyre_decl.registry:load",
+    # backends
+    "DispatchConfig": "vyre_decl.backends.config",
+    "acquire": "vyre_decl.backends",
+    "backends": "vyre_decl.backends",
+    "register_backend": "vyre_decl.backends",
+    "BackendInfo": "vyre_decl.backends",
+}
+
+__all__ = sorted([*_EXPORTS, "__version__", "validate", "dispatch", "load_program"])
+
+
+def __getattr__(name: str) -> Any:
+    target = _EXPORTS.get(name)
+    if target is None:
+        raise AttributeError(f"module 'vyre_decl' has no attribute {name!r}")
+    module, _, attr = target.partition(":")
+    value = getattr(importlib.import_module(module), attr or name)
+    globals()[name] = value
+    return value
+
+
+def validate(program: "Program", registry: "Registry | None" = None) -> list["Diagnostic"]:
+    """Every problem in ``program`` against ``registry`` (default: the standard ops plus
+    VYRE_DECL_OPS_PATH); an empty list means it is valid."""
+    from .ir.validate import validate as _validate
+    from .registry import default_registry as _default
+
+    return _validate(program, registry or _default())
+
+
+def dispatch(program: "Program", inputs: Any, config: "DispatchConfig | None" = None, backend: str = "auto") -> list[Any]:
+    """Run ``program`` once on ``inputs`` with the named backend (default: the best available)."""
+    from .backends import acquire as _acquire
+
+    return _acquire(backend).dispatch(program, inputs, config)
+
+
+def load_program(path: str) -> "Program":
+    """Read a program from a ``.vyre`` text file."""
+    from .ir.text import parse_program as _parse
+
+    with open(path, encoding="utf-8") as fh:
+        return _parse(fh.read(), filename=str(path))
+
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .backends import BackendInfo, acquire, backends, register_backend
+    from .backends.config import DispatchConfig
+    from .ir.builder import ProgramBuilder
+    from .ir.diagnostics import Diagnostic, VyreError
+    from .ir.nodes import Access, BufferDecl, Program
+    from .ir.text import parse_program, print_program
+    from .ir.types import DataType
+    from .registry import Registry, default_registry
+    from .registry import load as load_registry

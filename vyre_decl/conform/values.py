@@ -1,0 +1,55 @@
+"""Value helpers for conformance: arrays from bit patterns, bit patterns from arrays, comparison
+(bit-exact for integers and bools; within a ULP budget for floats, all NaNs equal)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.types import DataType
+
+__all__ = ["from_bits", "to_bits", "mismatches", "ulp_distance"]
+
+_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def from_bits(dtype: DataType, bits: list[int] | np.ndarray) -> np.ndarray:
+    """Values of ``dtype`` (its numpy value dtype) from bit patterns, exactly (NaN payloads kept)."""
+    if dtype is DataType.BOOL:
+        return np.asarray(bits, dtype=np.uint8).astype(bool)
+    raw = np.asarray(bits, dtype=np.uint64).astype(_UINT[dtype.numpy_dtype.itemsize])
+    return raw.view(dtype.numpy_dtype)
+
+
+def to_bits(dtype: DataType, values: np.ndarray) -> np.ndarray:
+    """Bit patterns (as unsigned integers) of values of ``dtype``."""
+    arr = np.asarray(values)
+    if dtype is DataType.BOOL:
+        return arr.astype(np.uint8)
+    return np.ascontiguousarray(arr.astype(dtype.numpy_dtype, copy=False)).view(_UINT[dtype.numpy_dtype.itemsize])
+
+
+def ulp_distance(dtype: DataType, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Units in the last place between two float arrays (ordered bit distance; ±0 are 0 apart)."""
+    width = dtype.numpy_dtype.itemsize * 8
+    sint = np.dtype(f"i{width // 8}")
+
+    def ordered(x: np.ndarray) -> np.ndarray:
+        i = np.ascontiguousarray(x).view(sint).astype(object if width == 64 else np.int64)
+        return np.where(i < 0, -(i & ((1 << (width - 1)) - 1)), i)
+
+    return np.abs(ordered(a) - ordered(b))
+
+
+def mismatches(dtype: DataType, expected: np.ndarray, actual: np.ndarray, ulp: int = 0) -> np.ndarray:
+    """Indices where ``actual`` differs from ``expected``: bits for integers/bools; for floats
+    any NaN matches any NaN, otherwise bits (ulp=0) or at most ``ulp`` units apart."""
+    e, a = np.asarray(expected), np.asarray(actual)
+    if not dtype.is_float:
+        return np.flatnonzero(to_bits(dtype, e) != to_bits(dtype, a))
+    e_nan, a_nan = np.isnan(e), np.isnan(a)
+    if ulp == 0:
+        differ = to_bits(dtype, e) != to_bits(dtype, a)
+    else:
+        differ = ulp_distance(dtype, e, a) > ulp
+        differ |= np.isinf(e) != np.isinf(a)
+    return np.flatnonzero(np.where(e_nan | a_nan, e_nan != a_nan, differ))
