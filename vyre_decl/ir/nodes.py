@@ -296,6 +296,11 @@ class BufferDecl:
     count_like: str | None = None
 
     def __post_init__(self) -> None:
+        if self.count_like is not None and self.count:
+            raise ValueError(
+                f"buffer {self.name!r} has both count={self.count} and count_like={self.count_like!r}. "
+                "Fix: keep one of them"
+            )
         if self.access is Access.WRITE and not self.is_output:
             object.__setattr__(self, "is_output", True)
 

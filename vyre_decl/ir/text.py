@@ -478,6 +478,11 @@ class _Parser:
     def literal(self, negative: bool = False) -> Lit:
         tok = self.next()
         if tok.kind == "int":
+            narrow = re.match(r"[0-9xXa-fA-F.]+?_?(u8|u16|i8|i16|f16|bf16)\Z", tok.text)
+            if narrow:
+                wide = _TYPES[narrow.group(1)].value_type
+                self.error(tok, "P003", f"{narrow.group(1)} has no literals: narrow types exist only in buffers",
+                           f"write a {wide} literal; a store to a {narrow.group(1)} buffer narrows it")
             self.error(tok, "P004", f"literal {tok.text} has no type suffix",
                        f"write {tok.text}u32, {tok.text}i32, {tok.text}f32, ...")
         m = re.match(r"(.*?)_?(" + _SUFFIX + r")\Z", tok.text)

@@ -269,9 +269,7 @@ class _Validator:
             bad(f"a {b.access.value} buffer cannot be an output", "declare it read_write or write")
         if b.count_like is not None:
             other = self.program_buffer(b.count_like)
-            if b.count:
-                bad("has both a count and len(...)", "keep one of them")
-            elif other is None or other is b or not other.is_input:
+            if other is None or other is b or not other.is_input:
                 bad(f"len({b.count_like}) must name another input buffer",
                     "size it like a read, uniform or read_write (non-output) buffer")
         elif b.is_output and b.count == 0:

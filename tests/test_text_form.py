@@ -1,0 +1,80 @@
+"""The text form: parse(print(p)) == p on random programs, readable output, located parse errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from progen import Gen
+from vyre_decl.ir import (
+    DataType, Lit, Op, ParseError, loads, dumps, parse_expr, parse_program, print_expr, print_program,
+)
+from vyre_decl.ir.scalars import format_literal, parse_value
+
+
+@pytest.mark.parametrize("seed", range(400))
+def test_print_parse_round_trip(seed):
+    program = Gen(seed).program()
+    text = print_program(program)
+    assert parse_program(text) == program, text
+    assert print_program(parse_program(text)) == text
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_json_round_trip(seed):
+    program = Gen(seed).program()
+    assert loads(dumps(program)) == program
+
+
+def test_every_f32_pattern_class_round_trips():
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    for bits in list(rng.integers(0, 2**32, 20000)) + [0x7FC00000, 0xFFC00000, 0x7F800001, 1, 0x80000000]:
+        text = format_literal(DataType.F32, int(bits))
+        body = text[: -len("f32")].rstrip("_")
+        assert parse_value(DataType.F32, body) == int(bits), text
+
+
+def test_precedence_and_casts_print_minimally():
+    e = parse_expr("a + b * c - (d - e) << 2u32 & f | g ^ h")
+    assert print_expr(e) == "a + b * c - (d - e) << 2u32 & f | g ^ h"
+    assert print_expr(parse_expr("-x as u32")) == "-x as u32"
+    assert print_expr(parse_expr("-(x as u32)")) == "-(x as u32)"
+    assert parse_expr("-5i32") == Lit.of(DataType.I32, -5)
+    assert parse_expr("-(5i32)") == Op("primitive.math.neg", (Lit.of(DataType.I32, 5),))
+    assert parse_expr("a < b == c") == parse_expr("(a < b) == c")
+    assert parse_expr("primitive.convert.cast<T=f32>(x)") == parse_expr("x as f32")
+
+
+def test_else_if_and_separators():
+    p = parse_program(
+        "program m workgroup(1, 1, 1) { let x = 1u32; if x == 1u32 { x = 2u32 } else if x == 2u32 { return } }"
+    )
+    assert "else {\n    if x == 2u32" in print_program(p)
+
+
+@pytest.mark.parametrize(
+    "src, code, where, snippet",
+    [
+        ("program m workgroup(1, 1, 1) {\n  let x = 5\n}", "P004", "2:11", "no type suffix"),
+        ("program m workgroup(1, 1, 1) {\n  let x = 300u8\n}", "P003", "2:11", "exist only in buffers"),
+        ("program m workgroup(1, 1, 1) {\n  let x = 3u32 4u32\n}", "P002", "2:16", "expected the end of the statement"),
+        ("program m workgroup(1, 1) {\n}", "P002", "1:25", "expected ','"),
+        ("program m workgroup(1, 1, 1) {\n  let = 1u32\n}", "P002", "2:7", "variable name"),
+        ("program m workgroup(1, 1, 1) {\n  x = 99999999999u32\n}", "P003", "2:7", "does not fit"),
+        ("program m workgroup(1, 1, 1) {\n  buffer a: readonly u32[] @0\n}", "P002", "2:13", "access mode"),
+        ("program m workgroup(1, 1, 1) {\n  let x = 1u32 $ 2u32\n}", "P001", "2:16", "unexpected character"),
+        ("program m workgroup(1, 1, 1) {\n  let x = 1u32\n", "P002", "3:1", "close the program"),
+        ("program m workgroup(1, 1, 1) {\n  let let = 1u32\n}", "P002", "2:7", "keyword"),
+        ("program m workgroup(1, 1, 1) {\n  let x = y as u128\n}", "P005", "2:16", "unknown type"),
+        ("program m workgroup(1, 1, 1) {\n  let x = f.g<T=u32, T=i32>(y)\n}", "P006", "2:22", "given twice"),
+    ],
+)
+def test_parse_errors_are_located_and_fixable(src, code, where, snippet):
+    with pytest.raises(ParseError) as info:
+        parse_program(src, filename="k.vyre")
+    d = info.value.diagnostics[0]
+    assert d.code == code
+    assert d.location == f"k.vyre:{where}"
+    assert snippet in str(info.value)
+    assert "Fix:" in str(info.value) and d.fix
