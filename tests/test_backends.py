@@ -1,0 +1,163 @@
+"""The backend registry and the host calling convention (errors before any work)."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import vyre_decl
+from vyre_decl.backends import BackendInfo, acquire, backends, register_backend
+from vyre_decl.backends.config import DispatchConfig
+from vyre_decl.ir import VyreError, parse_program
+
+VADD = parse_program("""program vadd workgroup(64, 1, 1) {
+  buffer a: read u32[] @0
+  buffer b: read u32[] @1
+  buffer out: write u32[len(a)] @2
+  let i = gid.x
+  if i < len(out) { out[i] = a[i] + b[i] }
+}""")
+
+
+def test_auto_picks_reference_without_a_gpu():
+    assert acquire("auto").name == "reference"
+    assert acquire("auto") is acquire("reference")
+    assert [b.name for b in backends()][-1] == "reference" or "reference" in [b.name for b in backends()]
+
+
+def test_dispatch_convention(backend):
+    a = np.arange(100, dtype=np.uint32)
+    (out,) = backend.dispatch(VADD, [a, a])
+    assert (out == 2 * a).all()
+    (out2,) = backend.dispatch(VADD, {"b": a, "a": a})
+    assert (out2 == out).all()
+    (out3,) = backend.dispatch(VADD, [a.tobytes(), [1] * 100])
+    assert (out3 == a + 1).all()
+    (out4,) = vyre_decl.dispatch(VADD, [a.reshape(10, 10), a])
+    assert (out4 == out).all()
+
+
+def test_pipeline_reuse(backend):
+    pipe = backend.compile(VADD)
+    for n in (0, 1, 63, 64, 65, 1000):
+        a = np.arange(n, dtype=np.uint32)
+        (out,) = pipe.dispatch([a, a])
+        assert out.shape == (n,) and (out == 2 * a).all()
+
+
+@pytest.mark.parametrize(
+    "inputs, code, where",
+    [
+        ([np.zeros(4, np.uint32)], "D001", "vadd"),
+        ([np.zeros(4, np.uint32)] * 3, "D001", "vadd"),
+        ([np.zeros(4, np.int32), np.zeros(4, np.uint32)], "D002", "'a'"),
+        ([np.zeros(4, np.uint32), "text"], "D002", "'b'"),
+        ([np.zeros(4, np.uint32), b"\x00" * 7], "D004", "'b'"),
+        ({"a": np.zeros(4, np.uint32), "c": np.zeros(4, np.uint32)}, "D006", "vadd"),
+        ({"a": np.zeros(4, np.uint32)}, "D001", "vadd"),
+        ([np.zeros(4, np.uint32), [1, -1, 2, 3]], "D002", "'b'"),
+    ],
+)
+def test_bad_inputs_are_rejected_before_work(backend, inputs, code, where):
+    with pytest.raises(VyreError) as info:
+        backend.dispatch(VADD, inputs)
+    d = info.value.diagnostics[0]
+    assert d.code == code and where in d.location and "Fix:" in str(info.value)
+
+
+def test_size_and_config_errors(backend):
+    fixed = parse_program("""program f workgroup(8, 1, 1) {
+      buffer a: read f32[16] @0
+      buffer o: write f32[16] @1
+      o[gid.x] = a[gid.x]
+    }""")
+    with pytest.raises(VyreError, match="D003"):
+        backend.dispatch(fixed, [np.zeros(15, np.float32)])
+    square = parse_program("program s workgroup(8, 8, 1) { buffer o: write u32[64] @0\n o[lid.x] = 1u32 }")
+    with pytest.raises(VyreError, match="D005"):
+        backend.dispatch(square, [])
+    (o,) = backend.dispatch(square, [], DispatchConfig(grid=(1, 1, 1)))
+    assert o[:8].tolist() == [1] * 8
+    with pytest.raises(VyreError, match="D008"):
+        backend.dispatch(square, [], DispatchConfig(grid=(1, 1, 1), repeat=0))
+
+
+def test_invalid_program_raises_every_diagnostic(backend):
+    bad = parse_program("program b workgroup(8, 1, 1) { let x = y\n let z = 1u32 + 1i32 }")
+    with pytest.raises(VyreError) as info:
+        backend.dispatch(bad, [])
+    assert info.value.codes == ["V018", "V007"]
+
+
+def test_caller_arrays_are_never_modified(backend):
+    src = parse_program("program m workgroup(4, 1, 1) { buffer v: read_write u32[4] @0\n v[gid.x] = 9u32 }")
+    v = np.zeros(4, np.uint32)
+    (out,) = backend.dispatch(src, [v])
+    assert out.tolist() == [9] * 4 and v.tolist() == [0] * 4
+
+
+def test_workgroup_override_and_grid_inference_with_atomics(backend):
+    src = parse_program("""program h workgroup(4, 1, 1) {
+      buffer k: read u32[] @0
+      buffer hist: write u32[2] @1
+      let i = gid.x
+      if i < len(k) { let o = atomic primitive.atomic.add(hist[k[i]], 1u32) }
+    }""")
+    k = np.array([0, 1, 1, 1, 0, 1, 1, 1, 1, 1], np.uint32)
+    (hist,) = backend.dispatch(src, [k])  # grid covers the 10-element input, not the 2-element output
+    assert hist.tolist() == [2, 8]
+    (hist2,) = backend.dispatch(src, [k], DispatchConfig(workgroup=(32, 1, 1)))
+    assert hist2.tolist() == [2, 8]
+
+
+def test_register_and_acquire_a_third_party_backend():
+    class Echo:
+        name = "echo-test"
+        capabilities = frozenset({"atomics"})
+
+        def dispatch(self, program, inputs, config=None):
+            return ["echo"]
+
+        def compile(self, program, config=None):
+            raise NotImplementedError
+
+    register_backend(BackendInfo("echo-test", Echo, precedence=-5, capabilities=frozenset({"atomics"})))
+    assert acquire("echo-test").dispatch(VADD, []) == ["echo"]
+    assert acquire("auto").name == "reference"  # lower precedence does not win
+    with pytest.raises(VyreError, match="B003"):
+        register_backend(BackendInfo("echo-test", Echo))
+    with pytest.raises(VyreError, match="B002"):
+        register_backend(BackendInfo("x", Echo, capabilities=frozenset({"teleport"})))
+    register_backend(BackendInfo("gone", Echo, available=lambda: False))
+    with pytest.raises(VyreError, match="B004"):
+        acquire("gone")
+    with pytest.raises(VyreError, match="B001"):
+        acquire("nope")
+
+
+def test_entry_point_backends_are_discovered(tmp_path, monkeypatch):
+    dist = tmp_path / "vyre_echo_plugin-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: vyre-echo-plugin\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[vyre_decl.backends]\nplugged = vyre_echo_plugin:INFO\n")
+    (tmp_path / "vyre_echo_plugin.py").write_text(textwrap.dedent("""
+        from vyre_decl.backends import BackendInfo
+        class Plugged:
+            name = "plugged"
+            capabilities = frozenset()
+            def dispatch(self, program, inputs, config=None):
+                return ["plugged"]
+            def compile(self, program, config=None):
+                raise NotImplementedError
+        INFO = BackendInfo("plugged", Plugged, precedence=-1, source="vyre-echo-plugin")
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import vyre_decl.backends as b
+
+    monkeypatch.setattr(b, "_entry_points_loaded", False)
+    assert "plugged" in [i.name for i in backends()]
+    assert acquire("plugged").dispatch(VADD, []) == ["plugged"]
+    sys.modules.pop("vyre_echo_plugin", None)

@@ -1,0 +1,73 @@
+"""python -m vyre_decl.ops: list, show, check, new, schema."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+from vyre_decl.registry import load
+from vyre_decl.registry.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+BAD = ROOT / "tests" / "fixtures" / "bad_ops"
+
+
+def test_list_table_and_json(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "primitive.math.add" in out and "ops in 6 dialects" in out
+    assert main(["list", "--json", "--dialect", "primitive.logical"]) == 0
+    ops = json.loads(capsys.readouterr().out)
+    assert {o["id"] for o in ops} == {"primitive.logical.and", "primitive.logical.or", "primitive.logical.not"}
+
+
+def test_show(capsys):
+    assert main(["show", "primitive.math.div"]) == 0
+    out = capsys.readouterr().out
+    assert "kernel int_div" in out and "right_identity" in out
+    assert main(["show", "primitive.logical.not", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["compose"] == "a == false"
+    assert main(["show", "primitive.math.nope"]) == 1
+
+
+def test_check_passes_on_standard_ops_and_fails_on_a_bad_file(capsys):
+    assert main(["check"]) == 0
+    assert main(["check", str(BAD / "15_unknown_placeholder.toml")]) == 1
+    err = capsys.readouterr().err
+    assert "R007" in err and "Fix:" in err
+    assert main(["check", "--json", str(BAD)]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert len({d["location"].split(" ")[0] for d in report["diagnostics"]}) >= 25
+
+
+def test_new_scaffolds_a_loadable_op(tmp_path, capsys):
+    target = tmp_path / "my.math.toml"
+    assert main(["new", "my.math.triple", "--types", "u32,f32", "--arity", "1", "--file", str(target)]) == 0
+    assert main(["new", "my.math.mix", "--file", str(target)]) == 0
+    assert main(["new", "my.math.mix", "--file", str(target)]) == 2  # no duplicates
+    assert main(["new", "other.x", "--file", str(target)]) == 2  # wrong dialect
+    data = tomllib.loads(target.read_text())
+    assert [o["id"] for o in data["op"]] == ["my.math.triple", "my.math.mix"]
+    reg = load([target], env=False)
+    assert reg.errors == () and "my.math.mix" in reg
+    assert main(["new", "justname"]) == 2
+
+
+def test_schema_is_json_schema(capsys):
+    assert main(["schema"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    assert schema["title"] == "vyre_decl op file" and "OpSpec" in schema["$defs"]
+    assert schema["$defs"]["OpSpec"]["additionalProperties"] is False
+
+
+def test_module_entry_point():
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    proc = subprocess.run([sys.executable, "-m", "vyre_decl.ops", "check"], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0 and proc.stdout.startswith("ok:")
+    proc = subprocess.run([sys.executable, "-m", "vyre_decl.ops", "check", str(BAD / "01_toml_syntax.toml")],
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 1 and "R001" in proc.stderr
