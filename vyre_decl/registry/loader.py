@@ -494,6 +494,22 @@ def _impure(e: Expr) -> str | None:
     return None
 
 
+_UNION_TAGS: Final = {"str", "int", "float", "bool", "dict", "list"}
+
+
+def _field_path(loc: list[Any]) -> str:
+    """``laws[0].law`` from pydantic's ('laws', 0, 'law'), without union-member tags."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif "[" in part or part in _UNION_TAGS or part[:1].isupper():
+            continue
+        else:
+            out += ("." if out else "") + part
+    return out
+
+
 def _schema_diags(exc: Any, raw: Mapping[str, Any], path: Path) -> list[Diagnostic]:
     diags = []
     ops = raw.get("op") if isinstance(raw.get("op"), list) else []
@@ -504,7 +520,7 @@ def _schema_diags(exc: Any, raw: Mapping[str, Any], path: Path) -> list[Diagnost
             entry = ops[loc[1]]
             op_id = entry.get("id") if isinstance(entry, dict) else None
             loc = loc[2:] if op_id else loc
-        fld = ".".join(str(p) for p in loc if not (isinstance(p, str) and ("[" in p or p in ("str", "dict[str,any]", "list[RefSpec]", "RefSpec"))))
+        fld = _field_path(loc)
         kind = e["type"]
         if kind == "extra_forbidden":
             fix = f"remove {loc[-1]!r} (unknown key; see `python -m vyre_decl.ops schema`)"
