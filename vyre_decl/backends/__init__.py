@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import threading
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np

@@ -19,24 +19,9 @@ from typing import Any, Final, Mapping, Sequence
 import numpy as np
 
 from ..ir.diagnostics import VyreError
-from ..ir.nodes import (
-    Access,
-    Assign,
-    Atomic,
-    Block,
-    BufferDecl,
-    Expr,
-    If,
-    Let,
-    Loop,
-    Node,
-    Op,
-    Program,
-    Region,
-    Select,
-    Store,
-)
+from ..ir.nodes import Access, Atomic, BufferDecl, Program
 from ..ir.types import DataType
+from ..ir.walk import body_exprs
 from .config import DispatchConfig
 
 __all__ = ["Launch", "prepare", "infer_grid", "host_output", "MAX_ELEMENTS"]
@@ -88,30 +73,6 @@ def _as_storage(decl: BufferDecl, value: Any) -> np.ndarray:
     return np.ascontiguousarray(value).ravel()
 
 
-def _uses_atomics(body: Sequence[Node]) -> bool:
-    def in_expr(e: Expr) -> bool:
-        if isinstance(e, Atomic):
-            return True
-        if isinstance(e, Op):
-            return any(in_expr(a) for a in e.args)
-        if isinstance(e, Select):
-            return in_expr(e.cond) or in_expr(e.if_true) or in_expr(e.if_false)
-        return False
-
-    for n in body:
-        if isinstance(n, (Let, Assign)) and in_expr(n.value):
-            return True
-        if isinstance(n, Store) and (in_expr(n.index) or in_expr(n.value)):
-            return True
-        if isinstance(n, If) and (in_expr(n.cond) or _uses_atomics(n.then) or _uses_atomics(n.otherwise)):
-            return True
-        if isinstance(n, Loop) and (in_expr(n.start) or in_expr(n.end) or _uses_atomics(n.body)):
-            return True
-        if isinstance(n, (Block, Region)) and _uses_atomics(n.body):
-            return True
-    return False
-
-
 def infer_grid(program: Program, counts: Mapping[str, int], workgroup: tuple[int, int, int]) -> tuple[int, int, int]:
     """vyre's rule: one invocation per element of the largest output — or of the largest buffer
     when the program uses workgroup memory or atomics, or has no outputs — rounded up to whole
@@ -121,7 +82,8 @@ def infer_grid(program: Program, counts: Mapping[str, int], workgroup: tuple[int
                     "pass DispatchConfig(grid=(gx, gy, gz))")
     outputs = [counts[b.name] for b in program.buffers if b.is_output]
     whole = [counts[b.name] for b in program.buffers if b.access is not Access.WORKGROUP]
-    wide = any(b.access is Access.WORKGROUP for b in program.buffers) or _uses_atomics(program.body)
+    wide = any(b.access is Access.WORKGROUP for b in program.buffers) or any(
+        isinstance(e, Atomic) for e in body_exprs(program.body))
     n = max(whole, default=0) if wide or not outputs else max(outputs)
     return (-(-n // workgroup[0]), 1, 1)
 

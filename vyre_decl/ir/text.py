@@ -310,7 +310,7 @@ class _Parser:
         tok = self.next()
         if tok.kind != "name" or "." in tok.text or tok.text in KEYWORDS:
             self.error(tok, "P002", f"expected {what} (an identifier), found {self._describe(tok)}",
-                       f"write a name such as x or my_buf (not a keyword)")
+                       "write a name such as x or my_buf (not a keyword)")
         return tok.text
 
     def integer(self, what: str) -> int:

@@ -31,12 +31,13 @@ from pathlib import Path
 from typing import Any, Final, Iterable, Mapping, Sequence
 
 from ..ir.diagnostics import Diagnostic
-from ..ir.nodes import Atomic, BufLen, Expr, Id, Load, Op, Select
+from ..ir.nodes import Atomic, BufLen, Expr, Id, Load, Op
 from ..ir.scalars import ScalarError, encode
 from ..ir.signature import AttrSig, OpSignature, Param
 from ..ir.text import ParseError, parse_expr
 from ..ir.types import VALUE_TYPES, DataType
 from ..ir.validate import ExprFault, infer_type, is_identifier
+from ..ir.walk import subexprs
 from .model import ATOMIC_PLACEHOLDERS, DialectInfo, Kat, LawDef, OpDef, RefDef, Template
 from .registry import Registry
 from .semantics import KERNELS, UFUNCS
@@ -480,18 +481,8 @@ class _OpBuilder:
 
 
 def _impure(e: Expr) -> str | None:
-    if isinstance(e, (Load, Atomic, Id, BufLen)):
-        return type(e).__name__
-    children: Iterable[Expr] = ()
-    if isinstance(e, Op):
-        children = e.args
-    elif isinstance(e, Select):
-        children = (e.cond, e.if_true, e.if_false)
-    for c in children:
-        bad = _impure(c)
-        if bad:
-            return bad
-    return None
+    bad = next((x for x in subexprs(e) if isinstance(x, (Load, Atomic, Id, BufLen))), None)
+    return type(bad).__name__ if bad is not None else None
 
 
 _UNION_TAGS: Final = {"str", "int", "float", "bool", "dict", "list"}
@@ -681,13 +672,7 @@ def _check_composes(ops: Mapping[str, OpDef], table: Any) -> dict[str, list[Diag
 
 
 def _called_ops(e: Expr | None) -> set[str]:
-    if e is None:
-        return set()
-    if isinstance(e, Op):
-        return {e.op}.union(*(_called_ops(a) for a in e.args))
-    if isinstance(e, Select):
-        return _called_ops(e.cond) | _called_ops(e.if_true) | _called_ops(e.if_false)
-    return set()
+    return set() if e is None else {x.op for x in subexprs(e) if isinstance(x, Op)}
 
 
 class _Table:

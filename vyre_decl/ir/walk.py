@@ -1,0 +1,61 @@
+"""Generic traversal: every sub-expression of an expression, every statement and expression of a body."""
+
+from __future__ import annotations
+
+from typing import Iterator, Sequence
+
+from .nodes import Assign, Atomic, Block, Expr, If, Let, Load, Loop, Node, Op, Region, Select, Store
+
+__all__ = ["children", "subexprs", "statements", "body_exprs"]
+
+
+def children(e: Expr) -> tuple[Expr, ...]:
+    """The direct sub-expressions of ``e``."""
+    if isinstance(e, Op):
+        return e.args
+    if isinstance(e, Select):
+        return (e.cond, e.if_true, e.if_false)
+    if isinstance(e, Load):
+        return (e.index,)
+    if isinstance(e, Atomic):
+        return (e.index, *e.args)
+    return ()
+
+
+def subexprs(e: Expr) -> Iterator[Expr]:
+    """``e`` and all its sub-expressions, pre-order."""
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        yield x
+        stack.extend(reversed(children(x)))
+
+
+def statements(body: Sequence[Node]) -> Iterator[Node]:
+    """Every statement of ``body``, nested ones included, pre-order."""
+    for n in body:
+        yield n
+        if isinstance(n, If):
+            yield from statements(n.then)
+            yield from statements(n.otherwise)
+        elif isinstance(n, (Loop, Block, Region)):
+            yield from statements(n.body)
+
+
+def _own_exprs(n: Node) -> tuple[Expr, ...]:
+    if isinstance(n, (Let, Assign)):
+        return (n.value,)
+    if isinstance(n, Store):
+        return (n.index, n.value)
+    if isinstance(n, If):
+        return (n.cond,)
+    if isinstance(n, Loop):
+        return (n.start, n.end)
+    return ()
+
+
+def body_exprs(body: Sequence[Node]) -> Iterator[Expr]:
+    """Every expression and sub-expression appearing anywhere in ``body``."""
+    for n in statements(body):
+        for e in _own_exprs(n):
+            yield from subexprs(e)
