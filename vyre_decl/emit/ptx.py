@@ -1,0 +1,526 @@
+"""Lowering a Program to PTX text.
+
+The emitter knows structure only — registers, memory, control flow and the kernel ABI. Every
+computation is an op whose PTX comes from its template in ``ops/*.toml`` (composite ops without
+a template for a binding are inlined from their ``compose`` expression).
+
+Kernel ABI (what the CUDA backend packs, in this order, all by value):
+
+* one ``.param .u64 p_<buffer>``: the device address of each non-workgroup buffer, in binding
+  order;
+* then one ``.param .u32 n_<buffer>``: the element count of each of those buffers at dispatch,
+  in the same order (used for bounds checks and ``len(buf)``).
+
+There is no parameter buffer in device memory and no implicit guard: every invocation of the
+grid runs the body, exactly as on the reference backend.
+
+Memory rules of the semantics table: loads out of bounds yield 0 and stores/atomics out of
+bounds do nothing — by a predicate on the access, never by clamping the index. Workgroup buffers
+are ``.shared`` arrays zeroed by the workgroup before the body runs.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Final
+
+from ..ir.nodes import (
+    AXES,
+    Access,
+    Assign,
+    Atomic,
+    Barrier,
+    Block,
+    BufferDecl,
+    BufLen,
+    Expr,
+    Id,
+    IdKind,
+    If,
+    Let,
+    Lit,
+    Load,
+    Loop,
+    Node,
+    Op,
+    Program,
+    Region,
+    Return,
+    Select,
+    Store,
+    Var,
+)
+from ..ir.text import print_expr
+from ..ir.types import DataType
+from ..ir.validate import check
+from ..ir.walk import body_exprs, statements
+from ..registry import OpDef, Registry, default_registry
+from .target import EMITTER_CONTRACT, Target, choose_target
+
+__all__ = ["emit", "PtxModule", "KernelABI", "AbiParam"]
+
+# value type -> (PTX register type, register prefix, ld/st type, mov/selp type)
+_REG: Final = {
+    DataType.BOOL: ("pred", "%p"),
+    DataType.U32: ("u32", "%r"),
+    DataType.I32: ("s32", "%s"),
+    DataType.U64: ("u64", "%rd"),
+    DataType.I64: ("s64", "%sd"),
+    DataType.F32: ("f32", "%f"),
+    DataType.F64: ("f64", "%fd"),
+}
+_B16: Final = ("b16", "%h")
+_ZERO: Final = {
+    DataType.BOOL: "0",
+    DataType.U32: "0",
+    DataType.I32: "0",
+    DataType.U64: "0",
+    DataType.I64: "0",
+    DataType.F32: "0f00000000",
+    DataType.F64: "0d0000000000000000",
+}
+# storage type -> ld/st instruction type for the value register
+_MEM_TYPE: Final = {
+    DataType.U8: "u8",
+    DataType.U16: "u16",
+    DataType.I8: "s8",
+    DataType.I16: "s16",
+    DataType.U32: "u32",
+    DataType.I32: "s32",
+    DataType.U64: "u64",
+    DataType.I64: "s64",
+    DataType.F32: "f32",
+    DataType.F64: "f64",
+}
+_COMMENT_WIDTH: Final = 110
+
+
+@dataclass(frozen=True, slots=True)
+class AbiParam:
+    name: str  # PTX parameter name
+    kind: str  # "ptr" (u64 device address) or "len" (u32 element count)
+    buffer: str
+
+
+@dataclass(frozen=True, slots=True)
+class KernelABI:
+    entry: str
+    params: tuple[AbiParam, ...]
+    shared_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class PtxModule:
+    text: str
+    abi: KernelABI
+    target: Target
+    contract: str
+    program_hash: str
+
+    @property
+    def entry(self) -> str:
+        return self.abi.entry
+
+
+def immediate(lit_type: DataType, bits: int) -> str:
+    """A constant as a PTX immediate operand (floats as exact hex: 0f3F800000, 0d...)."""
+    if lit_type is DataType.F32:
+        return f"0f{bits:08X}"
+    if lit_type is DataType.F64:
+        return f"0d{bits:016X}"
+    if lit_type is DataType.BOOL:
+        return "1" if bits else "0"
+    if lit_type.is_signed and bits >> (lit_type.bits - 1):
+        return str(bits - (1 << lit_type.bits))
+    return str(bits)
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _COMMENT_WIDTH else text[: _COMMENT_WIDTH - 3] + "..."
+
+
+class _Emitter:
+    def __init__(self, program: Program, registry: Registry) -> None:
+        self.program, self.registry = program, registry
+        self.buffers = {b.name: b for b in program.buffers}
+        self.lines: list[str] = []
+        self.counts: dict[str, int] = defaultdict(int)
+        self.kinds: dict[str, str] = {}
+        self.labels = 0
+        self.vars: dict[str, tuple[str, DataType]] = {}
+        self.base: dict[str, str] = {}  # buffer -> register holding its address
+        self.length: dict[str, str] = {}  # buffer -> register holding its element count
+        self.ids: dict[tuple[IdKind, int], str] = {}
+
+    # --- registers, labels, lines
+    def reg(self, t: DataType | tuple[str, str]) -> str:
+        kind, prefix = _REG[t] if isinstance(t, DataType) else t
+        n = self.counts[prefix]
+        self.counts[prefix] += 1
+        self.kinds[prefix] = kind
+        return f"{prefix}{n}"
+
+    def label(self, what: str) -> str:
+        self.labels += 1
+        return f"$L{self.labels}_{what}"
+
+    def emit(self, line: str) -> None:
+        self.lines.append("\t" + line)
+
+    def comment(self, text: str) -> None:
+        self.lines.append("\t// " + _short(text))
+
+    def place(self, label: str) -> None:
+        self.lines.append(label + ":")
+
+    def declarations(self) -> list[str]:
+        return [f"\t.reg .{self.kinds[p]} {p}<{n}>;" for p, n in sorted(self.counts.items())]
+
+    # --- prologue: addresses, lengths, ids, zeroed workgroup memory
+    def prologue(self) -> None:
+        used = {b for b in self._buffers_used()}
+        for decl in self._abi_buffers():
+            if decl.name not in used:
+                continue
+            base = self.reg(DataType.U64)
+            self.emit(f"ld.param.u64 {base}, [p_{decl.name}];")
+            self.emit(f"cvta.to.global.u64 {base}, {base};")
+            n = self.reg(DataType.U32)
+            self.emit(f"ld.param.u32 {n}, [n_{decl.name}];")
+            self.base[decl.name], self.length[decl.name] = base, n
+        ids = sorted({(e.kind, e.axis) for e in body_exprs(self.program.body) if isinstance(e, Id)},
+                     key=lambda k: (k[0].value, k[1]))
+        for kind, axis in ids:
+            ax = AXES[axis]
+            r = self.reg(DataType.U32)
+            if kind is IdKind.LOCAL:
+                self.emit(f"mov.u32 {r}, %tid.{ax};")
+            elif kind is IdKind.WORKGROUP:
+                self.emit(f"mov.u32 {r}, %ctaid.{ax};")
+            else:
+                c, n = self.reg(DataType.U32), self.reg(DataType.U32)
+                self.emit(f"mov.u32 {c}, %ctaid.{ax};")
+                self.emit(f"mov.u32 {n}, %ntid.{ax};")
+                self.emit(f"mov.u32 {r}, %tid.{ax};")
+                self.emit(f"mad.lo.u32 {r}, {c}, {n}, {r};")
+            self.ids[(kind, axis)] = r
+        shared = [b for b in self.program.buffers if b.access is Access.WORKGROUP]
+        if shared:
+            self.comment("zero the workgroup buffers, then wait for the whole workgroup")
+            lin, size, t = self.reg(DataType.U32), self.reg(DataType.U32), self.reg(DataType.U32)
+            self.emit(f"mov.u32 {lin}, %tid.z;")
+            self.emit(f"mov.u32 {t}, %ntid.y;")
+            self.emit(f"mov.u32 {size}, %tid.y;")
+            self.emit(f"mad.lo.u32 {lin}, {lin}, {t}, {size};")
+            self.emit(f"mov.u32 {t}, %ntid.x;")
+            self.emit(f"mov.u32 {size}, %tid.x;")
+            self.emit(f"mad.lo.u32 {lin}, {lin}, {t}, {size};")
+            self.emit(f"mov.u32 {size}, %ntid.x;")
+            self.emit(f"mov.u32 {t}, %ntid.y;")
+            self.emit(f"mul.lo.u32 {size}, {size}, {t};")
+            self.emit(f"mov.u32 {t}, %ntid.z;")
+            self.emit(f"mul.lo.u32 {size}, {size}, {t};")
+            for b in shared:
+                addr = self.reg(DataType.U32)
+                self.emit(f"mov.u32 {addr}, wg_{b.name};")
+                self.base[b.name] = addr
+                i, p, a = self.reg(DataType.U32), self.reg(DataType.BOOL), self.reg(DataType.U32)
+                top, done = self.label("zero"), self.label("zeroed")
+                self.emit(f"mov.u32 {i}, {lin};")
+                self.place(top)
+                self.emit(f"setp.ge.u32 {p}, {i}, {_shared_words(b)};")
+                self.emit(f"@{p} bra {done};")
+                self.emit(f"mad.lo.u32 {a}, {i}, 4, {addr};")
+                self.emit(f"st.shared.u32 [{a}], 0;")
+                self.emit(f"add.u32 {i}, {i}, {size};")
+                self.emit(f"bra {top};")
+                self.place(done)
+            self.emit("bar.sync 0;")
+
+    def _abi_buffers(self) -> list[BufferDecl]:
+        return sorted((b for b in self.program.buffers if b.access is not Access.WORKGROUP),
+                      key=lambda b: b.binding)  # type: ignore[arg-type, return-value]
+
+    def _buffers_used(self) -> set[str]:
+        names: set[str] = set()
+        for e in body_exprs(self.program.body):
+            if isinstance(e, (Load, BufLen, Atomic)):
+                names.add(e.buffer)
+        names.update(n.buffer for n in statements(self.program.body) if isinstance(n, Store))
+        return names
+
+    # --- expressions: (register, type, owned) — owned registers may be adopted by a let
+    def expr(self, e: Expr) -> tuple[str, DataType, bool]:
+        if isinstance(e, Lit):
+            r = self.reg(e.dtype)
+            self.emit(f"mov.{_REG[e.dtype][0]} {r}, {immediate(e.dtype, e.bits)};")
+            return r, e.dtype, True
+        if isinstance(e, Var):
+            r, t = self.vars[e.name]
+            return r, t, False
+        if isinstance(e, Id):
+            return self.ids[(e.kind, e.axis)], DataType.U32, False
+        if isinstance(e, BufLen):
+            decl = self.buffers[e.buffer]
+            if decl.access is Access.WORKGROUP:
+                return self.expr(Lit(DataType.U32, decl.count))
+            return self.length[e.buffer], DataType.U32, False
+        if isinstance(e, Load):
+            return self.load(e)
+        if isinstance(e, Select):
+            return self.select(e)
+        if isinstance(e, Op):
+            return self.op(e)
+        if isinstance(e, Atomic):
+            return self.atomic(e)
+        raise TypeError(f"cannot emit {e!r}")
+
+    def address(self, decl: BufferDecl, index: str) -> tuple[str, str, str]:
+        """(predicate 'index in bounds', address register, state space)."""
+        p = self.reg(DataType.BOOL)
+        size = decl.dtype.size
+        if decl.access is Access.WORKGROUP:
+            self.emit(f"setp.lt.u32 {p}, {index}, {decl.count};")
+            a = self.reg(DataType.U32)
+            self.emit(f"mad.lo.u32 {a}, {index}, {size}, {self.base[decl.name]};")
+            return p, a, ".shared"
+        self.emit(f"setp.lt.u32 {p}, {index}, {self.length[decl.name]};")
+        off, a = self.reg(DataType.U64), self.reg(DataType.U64)
+        self.emit(f"mul.wide.u32 {off}, {index}, {size};")
+        self.emit(f"add.u64 {a}, {self.base[decl.name]}, {off};")
+        return p, a, ".global"
+
+    def load(self, e: Load) -> tuple[str, DataType, bool]:
+        decl = self.buffers[e.buffer]
+        idx, _, _ = self.expr(e.index)
+        p, a, space = self.address(decl, idx)
+        st, vt = decl.dtype, decl.dtype.value_type
+        if st is DataType.BOOL:
+            raw, out = self.reg(DataType.U32), self.reg(DataType.BOOL)
+            self.emit(f"mov.u32 {raw}, 0;")
+            self.emit(f"@{p} ld{space}.u32 {raw}, [{a}];")
+            self.emit(f"setp.ne.u32 {out}, {raw}, 0;")
+            return out, vt, True
+        if st in (DataType.F16, DataType.BF16):
+            h, out = self.reg(_B16), self.reg(DataType.F32)
+            self.emit(f"mov.b16 {h}, 0;")
+            self.emit(f"@{p} ld{space}.b16 {h}, [{a}];")
+            if st is DataType.F16:
+                self.emit(f"cvt.f32.f16 {out}, {h};")
+            else:  # bf16 is the top half of an f32
+                w = self.reg(DataType.U32)
+                self.emit(f"cvt.u32.u16 {w}, {h};")
+                self.emit(f"shl.b32 {w}, {w}, 16;")
+                self.emit(f"mov.b32 {out}, {w};")
+            return out, vt, True
+        out = self.reg(vt)
+        self.emit(f"mov.{_REG[vt][0]} {out}, {_ZERO[vt]};")
+        self.emit(f"@{p} ld{space}.{_MEM_TYPE[st]} {out}, [{a}];")
+        return out, vt, True
+
+    def select(self, e: Select) -> tuple[str, DataType, bool]:
+        c, _, _ = self.expr(e.cond)
+        a, t, _ = self.expr(e.if_true)
+        b, _, _ = self.expr(e.if_false)
+        out = self.reg(t)
+        if t is DataType.BOOL:
+            x, nc, y = self.reg(t), self.reg(t), self.reg(t)
+            self.emit(f"and.pred {x}, {c}, {a};")
+            self.emit(f"not.pred {nc}, {c};")
+            self.emit(f"and.pred {y}, {nc}, {b};")
+            self.emit(f"or.pred {out}, {x}, {y};")
+        else:
+            self.emit(f"selp.{_REG[t][0]} {out}, {a}, {b}, {c};")
+        return out, t, True
+
+    def fill(self, op: OpDef, binding: tuple[DataType, ...], names: dict[str, str]) -> None:
+        tmpl = op.templates[binding]
+        for temp, t in tmpl.temps:
+            names[temp] = self.reg(t)
+        types = ",".join(t.value for t in binding)
+        self.comment(f"op {op.id}<{types}>")
+        for line in tmpl.text.format(**names).strip().splitlines():
+            self.emit(line.strip())
+
+    def op(self, e: Op) -> tuple[str, DataType, bool]:
+        op = self.registry.get(e.op)
+        args = [self.expr(a) for a in e.args]
+        sig = op.signature
+        binding, out_t = sig.bind([t for _, t, _ in args], dict(e.types))
+        attrs = {a.name: a.default for a in sig.attrs if a.default is not None}
+        attrs.update({name: lit.bits for name, lit in e.attrs})
+        attr_types = {a.name: a.dtype for a in sig.attrs}
+        if binding not in op.templates:  # a composite without its own template: inline compose
+            assert op.compose is not None
+            saved = self.vars
+            self.vars = {p.name: (r, t) for p, (r, t, _) in zip(sig.inputs, args)}
+            for name, bits in attrs.items():
+                r, t, _ = self.expr(Lit(attr_types[name], bits))
+                self.vars[name] = (r, t)
+            self.comment(f"inline {op.id}: {op.compose_text}")
+            r, t, owned = self.expr(op.compose)
+            self.vars = saved
+            return r, t, owned
+        out = self.reg(out_t)
+        names = {p.name: r for p, (r, _, _) in zip(sig.inputs, args)}
+        names[sig.output.name] = out
+        names.update({name: immediate(attr_types[name], bits) for name, bits in attrs.items()})
+        self.fill(op, binding, names)
+        return out, out_t, True
+
+    def atomic(self, e: Atomic) -> tuple[str, DataType, bool]:
+        op = self.registry.get(e.op)
+        decl = self.buffers[e.buffer]
+        idx, _, _ = self.expr(e.index)
+        args = [self.expr(a) for a in e.args]
+        binding, _ = op.signature.bind([decl.dtype] + [t for _, t, _ in args])
+        p, a, space = self.address(decl, idx)
+        old = self.reg(decl.dtype)
+        self.emit(f"mov.{_REG[decl.dtype][0]} {old}, 0;")
+        skip = self.label("atomic_oob")
+        self.emit(f"@!{p} bra {skip};")
+        names = {prm.name: r for prm, (r, _, _) in zip(op.signature.operands, args)}
+        names.update(addr=a, space=space, old=old)
+        self.fill(op, binding, names)
+        self.place(skip)
+        return old, decl.dtype, True
+
+    # --- statements
+    def body(self, nodes: tuple[Node, ...], path: str, scoped: bool = True) -> None:
+        saved = dict(self.vars) if scoped else None
+        for i, n in enumerate(nodes):
+            self.stmt(n, f"{path}[{i}]")
+        if saved is not None:
+            self.vars = saved
+
+    def stmt(self, n: Node, path: str) -> None:
+        if isinstance(n, Let):
+            self.comment(f"{path}: let {n.name} = {print_expr(n.value)}")
+            r, t, owned = self.expr(n.value)
+            if not owned:
+                v = self.reg(t)
+                self.emit(f"mov.{_REG[t][0]} {v}, {r};")
+                r = v
+            self.vars[n.name] = (r, t)
+        elif isinstance(n, Assign):
+            self.comment(f"{path}: {n.name} = {print_expr(n.value)}")
+            r, t, _ = self.expr(n.value)
+            self.emit(f"mov.{_REG[t][0]} {self.vars[n.name][0]}, {r};")
+        elif isinstance(n, Store):
+            self.comment(f"{path}: {n.buffer}[{print_expr(n.index)}] = {print_expr(n.value)}")
+            self.store(n)
+        elif isinstance(n, If):
+            self.comment(f"{path}: if {print_expr(n.cond)}")
+            c, _, _ = self.expr(n.cond)
+            other, end = self.label("else"), self.label("endif")
+            self.emit(f"@!{c} bra {other};")
+            self.body(n.then, f"{path}.then")
+            if n.otherwise:
+                self.emit(f"bra {end};")
+                self.place(other)
+                self.body(n.otherwise, f"{path}.otherwise")
+                self.place(end)
+            else:
+                self.place(other)
+        elif isinstance(n, Loop):
+            self.comment(f"{path}: loop {n.var} in {print_expr(n.start)} .. {print_expr(n.end)}")
+            s, t, _ = self.expr(n.start)
+            end, _, owned = self.expr(n.end)
+            kind = _REG[t][0]
+            if not owned:  # the bound is evaluated once, even if its variable changes in the body
+                copy = self.reg(t)
+                self.emit(f"mov.{kind} {copy}, {end};")
+                end = copy
+            v, p = self.reg(t), self.reg(DataType.BOOL)
+            top, done = self.label("loop"), self.label("endloop")
+            self.emit(f"mov.{kind} {v}, {s};")
+            self.place(top)
+            self.emit(f"setp.ge.{kind} {p}, {v}, {end};")
+            self.emit(f"@{p} bra {done};")
+            saved = dict(self.vars)
+            self.vars[n.var] = (v, t)
+            self.body(n.body, f"{path}.body")
+            self.vars = saved
+            self.emit(f"add.{kind} {v}, {v}, 1;")
+            self.emit(f"bra {top};")
+            self.place(done)
+        elif isinstance(n, Return):
+            self.comment(f"{path}: return")
+            self.emit("bra $L_exit;")
+        elif isinstance(n, Barrier):
+            self.comment(f"{path}: barrier")
+            self.emit("bar.sync 0;")
+        elif isinstance(n, Block):
+            self.body(n.body, f"{path}.body")
+        elif isinstance(n, Region):
+            self.comment(f"{path}: region {n.generator!r}")
+            self.body(n.body, f"{path}.body", scoped=False)
+        else:
+            raise TypeError(f"cannot emit {n!r}")
+
+    def store(self, n: Store) -> None:
+        decl = self.buffers[n.buffer]
+        idx, _, _ = self.expr(n.index)
+        val, _, _ = self.expr(n.value)
+        p, a, space = self.address(decl, idx)
+        st = decl.dtype
+        if st is DataType.BOOL:
+            w = self.reg(DataType.U32)
+            self.emit(f"selp.u32 {w}, 1, 0, {val};")
+            self.emit(f"@{p} st{space}.u32 [{a}], {w};")
+        elif st in (DataType.F16, DataType.BF16):
+            h = self.reg(_B16)
+            self.emit(f"cvt.rn.{st.value}.f32 {h}, {val};")
+            self.emit(f"@{p} st{space}.b16 [{a}], {h};")
+        else:
+            self.emit(f"@{p} st{space}.{_MEM_TYPE[st]} [{a}], {val};")
+
+
+def _shared_words(b: BufferDecl) -> int:
+    return -(-(b.count * b.dtype.size) // 4)
+
+
+def emit(
+    program: Program,
+    registry: Registry | None = None,
+    target: Target | str | None = None,
+    *,
+    validated: bool = False,
+) -> PtxModule:
+    """PTX for ``program``. ``target`` is a Target, ``"sm_90"``-style text or None (sm_90);
+    the program is validated first unless ``validated`` says it already was."""
+    reg = registry or default_registry()
+    if not validated:
+        check(program, reg)
+    tgt = target if isinstance(target, Target) else choose_target(None, target)
+    em = _Emitter(program, reg)
+    em.prologue()
+    em.body(program.body, "body")
+    abi_buffers = em._abi_buffers()
+    params = tuple(AbiParam(f"p_{b.name}", "ptr", b.name) for b in abi_buffers)
+    params += tuple(AbiParam(f"n_{b.name}", "len", b.name) for b in abi_buffers)
+    shared = [b for b in program.buffers if b.access is Access.WORKGROUP]
+    entry = f"vyre_{program.name}"
+    h = program.content_hash()
+    out = [
+        f"// vyre_decl {EMITTER_CONTRACT}: program {program.name} {h[:16]}",
+        f".version {tgt.version}",
+        f".target {tgt.name}",
+        ".address_size 64",
+        "",
+        f".visible .entry {entry}(",
+        ",\n".join(f"\t.param .{'u64' if p.kind == 'ptr' else 'u32'} {p.name}" for p in params),
+        ")",
+        "{",
+        *em.declarations(),
+        *(f"\t.shared .align 16 .b8 wg_{b.name}[{_shared_words(b) * 4}];" for b in shared),
+        *em.lines,
+        "$L_exit:",
+        "\tret;",
+        "}",
+        "",
+    ]
+    abi = KernelABI(entry, params, sum(_shared_words(b) * 4 for b in shared))
+    return PtxModule("\n".join(out), abi, tgt, EMITTER_CONTRACT, h)
