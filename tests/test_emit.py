@@ -14,7 +14,7 @@ import pytest
 from vyre_decl.conform.corpus import load_corpus
 from vyre_decl.emit import EMITTER_CONTRACT, assemble, choose_target, emit, find_ptxas
 from vyre_decl.ir import (
-    Access, Atomic, BufferDecl, Id, IdKind, Let, Lit, Load, Op, Program, Store, Var, VyreError, parse_program,
+    Access, Atomic, BufferDecl, Id, IdKind, Let, Load, Op, Program, Store, Var, VyreError, parse_program,
 )
 from vyre_decl.registry import default_registry, load
 
