@@ -38,6 +38,8 @@ __all__ = [
     "error_name",
     "Launcher",
     "load_module",
+    "load_cubin",
+    "jit_ptx",
     "ModuleLoadError",
     "STICKY_ERRORS",
     "ATTR",
@@ -64,7 +66,12 @@ _PROTOTYPES: Final[dict[str, tuple[Any, ...]]] = {
     "cuCtxGetCurrent": (POINTER(_h),),
     "cuCtxSynchronize": (),
     "cuModuleLoadDataEx": (POINTER(_h), c_void_p, c_uint, POINTER(c_int), POINTER(c_void_p)),
+    "cuModuleLoadData": (POINTER(_h), c_void_p),
     "cuModuleUnload": (_h,),
+    "cuLinkCreate_v2": (c_uint, POINTER(c_int), POINTER(c_void_p), POINTER(_h)),
+    "cuLinkAddData_v2": (_h, c_int, c_void_p, c_size_t, c_char_p, c_uint, POINTER(c_int), POINTER(c_void_p)),
+    "cuLinkComplete": (_h, POINTER(c_void_p), POINTER(c_size_t)),
+    "cuLinkDestroy": (_h,),
     "cuModuleGetFunction": (POINTER(_h), _h, c_char_p),
     "cuFuncGetAttribute": (POINTER(c_int), c_int, _h),
     "cuFuncSetAttribute": (_h, c_int, c_int),
@@ -159,9 +166,9 @@ class CudaError(RuntimeError):
 class ModuleLoadError(CudaError):
     """cuModuleLoadDataEx failed; ``log`` is the JIT compiler's error log."""
 
-    def __init__(self, code: int, log: str) -> None:
+    def __init__(self, code: int, log: str, call: str = "cuModuleLoadDataEx") -> None:
         self.log = log
-        super().__init__("cuModuleLoadDataEx", code, log)
+        super().__init__(call, code, log)
 
 
 _lock = threading.Lock()
@@ -239,15 +246,47 @@ _JIT_LOG_VERBOSE = 12
 _LOG_BYTES = 16384
 
 
-def load_module(image: bytes) -> tuple[c_void_p, str]:
-    """Load a PTX (NUL-terminated) or cubin image; returns (module, JIT info log). On failure
-    raises ModuleLoadError carrying the JIT error log."""
+def _log_options() -> tuple[Any, Any, Any, Any]:
     info = ctypes.create_string_buffer(_LOG_BYTES)
     err = ctypes.create_string_buffer(_LOG_BYTES)
     opts = (c_int * 5)(_JIT_INFO_LOG_BUFFER, _JIT_INFO_LOG_BUFFER_SIZE_BYTES, _JIT_ERROR_LOG_BUFFER,
                        _JIT_ERROR_LOG_BUFFER_SIZE_BYTES, _JIT_LOG_VERBOSE)
     vals = (c_void_p * 5)(ctypes.cast(info, c_void_p), c_void_p(_LOG_BYTES), ctypes.cast(err, c_void_p),
                           c_void_p(_LOG_BYTES), c_void_p(1))
+    return info, err, opts, vals
+
+
+def jit_ptx(ptx: bytes) -> tuple[bytes, str]:
+    """Compile PTX to a cubin for the current context's device with the driver's JIT linker;
+    returns (cubin, info log). On failure raises ModuleLoadError carrying the JIT error log."""
+    info, err, opts, vals = _log_options()
+    state = c_void_p()
+    call("cuLinkCreate_v2", 5, opts, vals, byref(state))
+    try:
+        data = ctypes.create_string_buffer(ptx if ptx.endswith(b"\0") else ptx + b"\0")
+        result = _fn("cuLinkAddData_v2")(state, 1, data, len(data), b"vyre_decl.ptx", 0, None, None)  # 1 = PTX
+        if result:
+            raise ModuleLoadError(result, err.value.decode(errors="replace"), "cuLinkAddData_v2")
+        cubin, size = c_void_p(), c_size_t()
+        result = _fn("cuLinkComplete")(state, byref(cubin), byref(size))
+        if result:
+            raise ModuleLoadError(result, err.value.decode(errors="replace"), "cuLinkComplete")
+        return ctypes.string_at(cubin, size.value), info.value.decode(errors="replace")
+    finally:
+        _fn("cuLinkDestroy")(state)
+
+
+def load_cubin(cubin: bytes) -> c_void_p:
+    """Load a compiled module image (no JIT)."""
+    module = c_void_p()
+    call("cuModuleLoadData", byref(module), ctypes.create_string_buffer(cubin, len(cubin)))
+    return module
+
+
+def load_module(image: bytes) -> tuple[c_void_p, str]:
+    """Load a PTX (NUL-terminated) or cubin image; returns (module, JIT info log). On failure
+    raises ModuleLoadError carrying the JIT error log."""
+    info, err, opts, vals = _log_options()
     module = c_void_p()
     buf = ctypes.create_string_buffer(image if image.endswith(b"\0") else image + b"\0")
     result = _fn("cuModuleLoadDataEx")(byref(module), buf, 5, opts, vals)

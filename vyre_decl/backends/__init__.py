@@ -181,3 +181,15 @@ register_backend(
         summary="CPU reference interpreter (numpy); the executable semantics",
     )
 )
+
+register_backend(
+    BackendInfo(
+        "cuda",
+        "vyre_decl.backends.cuda:CudaBackend",
+        precedence=100,
+        capabilities=frozenset({"f64", "i64", "atomics", "workgroup_memory", "workgroup_atomics", "resident_buffers",
+                                "async", "timed", "graphs", "exact_f32"}),
+        available="vyre_decl.backends.cuda:cuda_available",
+        summary="NVIDIA GPU through emitted PTX and a ctypes binding to libcuda.so.1",
+    )
+)

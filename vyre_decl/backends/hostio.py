@@ -24,7 +24,7 @@ from ..ir.types import DataType
 from ..ir.walk import body_exprs
 from .config import DispatchConfig
 
-__all__ = ["Launch", "prepare", "infer_grid", "host_output", "MAX_ELEMENTS"]
+__all__ = ["Launch", "prepare", "infer_grid", "host_output", "as_storage", "MAX_ELEMENTS"]
 
 MAX_ELEMENTS: Final = 2**32 - 1
 
@@ -44,7 +44,7 @@ def _fail(code: str, message: str, where: str, fix: str) -> VyreError:
     return VyreError.one(code, message, where, fix)
 
 
-def _as_storage(decl: BufferDecl, value: Any) -> np.ndarray:
+def as_storage(decl: BufferDecl, value: Any) -> np.ndarray:
     where = f"buffer {decl.name!r}"
     want = decl.dtype.storage_dtype
     if isinstance(value, (bytes, bytearray, memoryview)):
@@ -110,7 +110,7 @@ def prepare(program: Program, inputs: Sequence[Any] | Mapping[str, Any], config:
     memory: dict[str, np.ndarray] = {}
     counts: dict[str, int] = {}
     for decl, value in zip(expected, values):
-        arr = _as_storage(decl, value)
+        arr = as_storage(decl, value)
         where = f"buffer {decl.name!r}"
         if arr.size > MAX_ELEMENTS:
             raise _fail("D007", f"{arr.size} elements exceed the 2^32-1 limit", where, "split the work")
