@@ -13,10 +13,10 @@ import pytest
 
 from vyre_decl.conform.corpus import load_corpus
 from vyre_decl.emit import EMITTER_CONTRACT, assemble, choose_target, emit, find_ptxas
-from vyre_decl.ir import (
-    Access, Atomic, BufferDecl, Id, IdKind, Let, Load, Op, Program, Store, Var, VyreError, parse_program,
-)
+from vyre_decl.ir import VyreError, parse_program
 from vyre_decl.registry import default_registry, load
+
+from oneop import one_op_program
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS = ("sm_80", "sm_90")
@@ -31,25 +31,6 @@ def ptxas() -> str:
         pytest.fail("ptxas not found. Fix: pip install -e '.[test]' (nvidia-cuda-nvcc ships ptxas), put ptxas on "
                     "PATH, or set VYRE_DECL_PTXAS")
     return exe
-
-
-def one_op_program(op, binding) -> Program:
-    """A kernel computing op for one type binding: out[i] = op(in0[i], ...) (atomics on m[i])."""
-    ins, m = op.input_types(binding), op.binding_map(binding)
-    i = Id(IdKind.GLOBAL, 0)
-    free = op.signature.free_type_vars()
-    types = tuple((v, t) for v, t in m.items() if v in free)
-    bufs = [BufferDecl(f"in{j}", Access.READ_WRITE if op.is_atomic and j == 0 else Access.READ, t, binding=j)
-            for j, t in enumerate(ins)]
-    if op.is_atomic:
-        value = Atomic(op.id, "in0", i, tuple(Load(f"in{j}", i) for j in range(1, len(ins))))
-        out_t = ins[0]
-    else:
-        value = Op(op.id, tuple(Load(f"in{j}", i) for j in range(len(ins))), (), types)
-        out_t = op.output_type(binding)
-    bufs.append(BufferDecl("out", Access.WRITE, out_t, binding=len(ins), count_like="in0"))
-    name = re.sub(r"\W", "_", f"{op.id}_{'_'.join(t.value for t in binding)}")
-    return Program(tuple(bufs), (64, 1, 1), (Let("v", value), Store("out", i, Var("v"))), name=name)
 
 
 def module_of(programs, target: str) -> str:

@@ -38,3 +38,10 @@ def test_layers_import_one_way():
             for later in order[i + 1:]:
                 assert f"from ..{later}" not in text and f"vyre_decl.{later}" not in text.replace(
                     f'"vyre_decl.{layer}', ""), f"{path} imports the later layer {later}"
+
+
+def test_public_names_resolve():
+    import vyre_decl
+
+    for name in vyre_decl.__all__:
+        assert getattr(vyre_decl, name) is not None, name

@@ -9,9 +9,11 @@ import pytest
 from vyre_decl.conform.laws import check_laws
 from vyre_decl.conform.values import from_bits, mismatches
 from vyre_decl.conform.witnesses import random_bits, witnesses
-from vyre_decl.ir import Access, Atomic, BufferDecl, DataType, Id, IdKind, Let, Lit, Load, Op, Program, Store, Var
+from vyre_decl.ir import DataType
 from vyre_decl.reference.interpreter import op_function
 from vyre_decl.registry import default_registry
+
+from oneop import one_op_program
 
 REG = default_registry()
 KAT_CASES = [(op.id, i) for op in REG for i in range(len(op.kats))]
@@ -34,30 +36,12 @@ def test_kat_on_op_function(op_id, k):
     assert mismatches(out_t, want, got).size == 0, (got, want)
 
 
-def _one_op_program(op, kat) -> Program:
-    ins = op.input_types(kat.binding)
-    out_t = op.output_type(kat.binding)
-    i = Id(IdKind.GLOBAL, 0)
-    attrs = tuple((n, Lit(next(a.dtype for a in op.signature.attrs if a.name == n), bits)) for n, bits in kat.attrs)
-    free = op.signature.free_type_vars()
-    types = tuple((v, t) for v, t in op.binding_map(kat.binding).items() if v in free)
-    bufs = [BufferDecl(f"in{j}", Access.READ, t, binding=j) for j, t in enumerate(ins)]
-    if op.is_atomic:
-        bufs[0] = BufferDecl("in0", Access.READ_WRITE, ins[0], binding=0)
-        value = Atomic(op.id, "in0", i, tuple(Load(f"in{j}", i) for j in range(1, len(ins))))
-    else:
-        value = Op(op.id, tuple(Load(f"in{j}", i) for j in range(len(ins))), attrs, types)
-    bufs.append(BufferDecl("out", Access.WRITE, out_t if not op.is_atomic else ins[0], binding=len(ins),
-                           count_like="in0" if ins else None, count=0 if ins else len(kat.cases)))
-    return Program(tuple(bufs), (32, 1, 1), (Let("v", value), Store("out", i, Var("v"))))
-
-
 @pytest.mark.parametrize("op_id, k", KAT_CASES, ids=[f"{o}#{k}" for o, k in KAT_CASES])
 def test_kat_through_a_program(op_id, k, backend):
     op = REG.get(op_id)
     kat = op.kats[k]
     args, want, out_t = _columns(op, kat)
-    results = backend.dispatch(_one_op_program(op, kat), args)
+    results = backend.dispatch(one_op_program(op, kat.binding, kat.attrs), args)
     if op.is_atomic:  # memory ends with the new value; the expression yields the old one
         new_mem, old = results
         assert mismatches(out_t, want, new_mem).size == 0

@@ -39,7 +39,29 @@ _EXPORTS = {
     "BackendInfo": "vyre_decl.backends",
 }
 
-__all__ = sorted([*_EXPORTS, "__version__", "validate", "dispatch", "load_program"])
+__all__ = [
+    "Access",
+    "BackendInfo",
+    "BufferDecl",
+    "DataType",
+    "Diagnostic",
+    "DispatchConfig",
+    "Program",
+    "ProgramBuilder",
+    "Registry",
+    "VyreError",
+    "__version__",
+    "acquire",
+    "backends",
+    "default_registry",
+    "dispatch",
+    "load_program",
+    "load_registry",
+    "parse_program",
+    "print_program",
+    "register_backend",
+    "validate",
+]
 
 
 def __getattr__(name: str) -> Any:

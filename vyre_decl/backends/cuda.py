@@ -30,7 +30,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .. import libcuda as cu
-from ..emit import EMITTER_CONTRACT, PtxModule, Target, choose_target, emit, explain
+from ..emit import EMITTER_CONTRACT, PtxModule, Target, choose_target, emit, explain, kernel_abi
 from ..ir.diagnostics import Diagnostic, VyreError
 from ..ir.nodes import Access, BufferDecl, Program
 from ..ir.types import DataType
@@ -38,7 +38,7 @@ from ..ir.validate import check
 from ..registry import Registry, default_registry
 from .cache import DiskCache, cache_dir
 from .config import DEFAULT_CONFIG, DispatchConfig
-from .hostio import MAX_ELEMENTS, as_storage, host_output, infer_grid, prepare
+from .hostio import MAX_ELEMENTS, as_storage, grid_basis, host_output, infer_grid, prepare
 
 __all__ = ["CudaBackend", "CudaPipeline", "DeviceBuffer", "PendingDispatch", "Timing", "DispatchSequence",
            "CudaGraph", "DeviceInfo", "CudaPoisoned", "cuda_available"]
@@ -220,6 +220,7 @@ class CudaPipeline:
         self._outputs = program.outputs
         self._arena: tuple[int, int] | None = None
         self._bound: _Bound | None = None
+        self._grid_basis = grid_basis(program)
 
     # --- numpy in, numpy out
     def _host_arrays(self, inputs: Sequence[Any] | Mapping[str, Any], cfg: DispatchConfig) -> tuple[dict[str, np.ndarray], dict[str, int], tuple[int, int, int]]:
@@ -244,7 +245,7 @@ class CudaPipeline:
         for d in self.program.buffers:
             if d.name not in counts:
                 counts[d.name] = d.count
-        return arrays, counts, infer_grid(self.program, counts, self.program.workgroup_size)
+        return arrays, counts, infer_grid(self.program, counts, self.program.workgroup_size, self._grid_basis)
 
     def _layout(self, counts: Mapping[str, int]) -> _Layout:
         offsets = [0] * len(self.abi_buffers)
@@ -356,7 +357,8 @@ class _Bound:
             counts[d.name] = buf.count
         for d in pipeline.program.buffers:
             counts.setdefault(d.name, d.count)
-        g = tuple(grid) if grid is not None else infer_grid(pipeline.program, counts, pipeline.program.workgroup_size)
+        g = tuple(grid) if grid is not None else infer_grid(pipeline.program, counts, pipeline.program.workgroup_size,
+                                                             pipeline._grid_basis)
         be._check_launch(pipeline, g)  # type: ignore[arg-type]
         by_name = dict(zip((d.name for d in decls), items))
         self.pipeline, self.backend = pipeline, be
@@ -625,12 +627,14 @@ class CudaBackend:
             self.counters["ptx_memory_hits"] += 1
             return module, key
         check(program, reg)
-        module = emit(program, reg, target, validated=True)
-        self._ptx[key] = module
-        if self._ptx_disk.get(key) is not None:
+        text = self._ptx_disk.get(key)
+        if text is not None:
             self.counters["ptx_disk_hits"] += 1
+            module = PtxModule(text.decode(), kernel_abi(program), target, EMITTER_CONTRACT, program.content_hash())
         else:
+            module = emit(program, reg, target, validated=True)
             self._ptx_disk.put(key, module.text.encode())
+        self._ptx[key] = module
         return module, key
 
     def compile(self, program: Program, config: DispatchConfig | None = None) -> CudaPipeline:

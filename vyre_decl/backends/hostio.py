@@ -24,7 +24,7 @@ from ..ir.types import DataType
 from ..ir.walk import body_exprs
 from .config import DispatchConfig
 
-__all__ = ["Launch", "prepare", "infer_grid", "host_output", "as_storage", "MAX_ELEMENTS"]
+__all__ = ["Launch", "prepare", "infer_grid", "grid_basis", "host_output", "as_storage", "MAX_ELEMENTS"]
 
 MAX_ELEMENTS: Final = 2**32 - 1
 
@@ -73,18 +73,26 @@ def as_storage(decl: BufferDecl, value: Any) -> np.ndarray:
     return np.ascontiguousarray(value).ravel()
 
 
-def infer_grid(program: Program, counts: Mapping[str, int], workgroup: tuple[int, int, int]) -> tuple[int, int, int]:
-    """vyre's rule: one invocation per element of the largest output — or of the largest buffer
-    when the program uses workgroup memory or atomics, or has no outputs — rounded up to whole
-    1-D workgroups. Programs with 2-D/3-D workgroups must give the grid explicitly."""
+def grid_basis(program: Program) -> tuple[str, ...]:
+    """The buffers whose largest element count sets an inferred grid: the outputs — or every
+    non-workgroup buffer when the program uses workgroup memory or atomics, or has no outputs."""
+    outputs = tuple(b.name for b in program.buffers if b.is_output)
+    wide = any(b.access is Access.WORKGROUP for b in program.buffers) or any(
+        isinstance(e, Atomic) for e in body_exprs(program.body))
+    if wide or not outputs:
+        return tuple(b.name for b in program.buffers if b.access is not Access.WORKGROUP)
+    return outputs
+
+
+def infer_grid(program: Program, counts: Mapping[str, int], workgroup: tuple[int, int, int],
+               basis: tuple[str, ...] | None = None) -> tuple[int, int, int]:
+    """vyre's rule: one invocation per element of the largest buffer of ``grid_basis``, rounded
+    up to whole 1-D workgroups. Programs with 2-D/3-D workgroups must give the grid explicitly."""
     if workgroup[1] != 1 or workgroup[2] != 1:
         raise _fail("D005", f"cannot infer a grid for the {workgroup} workgroup", f"program {program.name!r}",
                     "pass DispatchConfig(grid=(gx, gy, gz))")
-    outputs = [counts[b.name] for b in program.buffers if b.is_output]
-    whole = [counts[b.name] for b in program.buffers if b.access is not Access.WORKGROUP]
-    wide = any(b.access is Access.WORKGROUP for b in program.buffers) or any(
-        isinstance(e, Atomic) for e in body_exprs(program.body))
-    n = max(whole, default=0) if wide or not outputs else max(outputs)
+    names = grid_basis(program) if basis is None else basis
+    n = max((counts[name] for name in names), default=0)
     return (-(-n // workgroup[0]), 1, 1)
 
 

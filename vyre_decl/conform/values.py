@@ -7,7 +7,7 @@ import numpy as np
 
 from ..ir.types import DataType
 
-__all__ = ["from_bits", "to_bits", "mismatches", "ulp_distance"]
+__all__ = ["from_bits", "to_bits", "mismatches", "ulp_distance", "buffer_mismatches"]
 
 _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
@@ -53,3 +53,16 @@ def mismatches(dtype: DataType, expected: np.ndarray, actual: np.ndarray, ulp: i
         differ = ulp_distance(dtype, e, a) > ulp
         differ |= np.isinf(e) != np.isinf(a)
     return np.flatnonzero(np.where(e_nan | a_nan, e_nan != a_nan, differ))
+
+
+def buffer_mismatches(dtype: DataType, expected: np.ndarray, actual: np.ndarray, ulp: int = 0) -> np.ndarray:
+    """``mismatches`` for the contents of a buffer of storage type ``dtype`` as dispatch returns
+    them (bf16 as uint16 bit patterns is compared as the floats it encodes; shapes must agree)."""
+    e, a = np.asarray(expected), np.asarray(actual)
+    if e.shape != a.shape:
+        return np.arange(max(e.size, a.size))
+    if dtype is DataType.BF16:
+        e = (e.astype(np.uint32) << np.uint32(16)).view(np.float32)
+        a = (a.astype(np.uint32) << np.uint32(16)).view(np.float32)
+        dtype = DataType.F32
+    return mismatches(dtype, e, a, ulp)

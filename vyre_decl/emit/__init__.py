@@ -1,6 +1,6 @@
 """The PTX emitter: Program -> PTX text from the op templates; target choice; ptxas checks."""
 
-from .ptx import AbiParam, KernelABI, PtxModule, emit, immediate
+from .ptx import AbiParam, KernelABI, PtxModule, emit, immediate, kernel_abi
 from .ptxas import assemble, explain, find_ptxas
 from .target import DEFAULT_TARGET, EMITTER_CONTRACT, Target, choose_target, driver_max_ptx, parse_target
 
@@ -18,5 +18,6 @@ __all__ = [
     "explain",
     "find_ptxas",
     "immediate",
+    "kernel_abi",
     "parse_target",
 ]

@@ -58,7 +58,7 @@ from ..ir.walk import body_exprs, statements
 from ..registry import OpDef, Registry, default_registry
 from .target import EMITTER_CONTRACT, Target, choose_target
 
-__all__ = ["emit", "PtxModule", "KernelABI", "AbiParam"]
+__all__ = ["emit", "kernel_abi", "PtxModule", "KernelABI", "AbiParam"]
 
 # value type -> (PTX register type, register prefix, ld/st type, mov/selp type)
 _REG: Final = {
@@ -181,8 +181,9 @@ class _Emitter:
     # --- prologue: addresses, lengths, ids, zeroed workgroup memory
     def prologue(self) -> None:
         used = {b for b in self._buffers_used()}
-        for decl in self._abi_buffers():
-            if decl.name not in used:
+        for param in kernel_abi(self.program).params:
+            decl = self.buffers[param.buffer]
+            if param.kind != "ptr" or decl.name not in used:
                 continue
             base = self.reg(DataType.U64)
             self.emit(f"ld.param.u64 {base}, [p_{decl.name}];")
@@ -239,9 +240,6 @@ class _Emitter:
                 self.place(done)
             self.emit("bar.sync 0;")
 
-    def _abi_buffers(self) -> list[BufferDecl]:
-        return sorted((b for b in self.program.buffers if b.access is not Access.WORKGROUP),
-                      key=lambda b: b.binding)  # type: ignore[arg-type, return-value]
 
     def _buffers_used(self) -> set[str]:
         names: set[str] = set()
@@ -498,11 +496,10 @@ def emit(
     em = _Emitter(program, reg)
     em.prologue()
     em.body(program.body, "body")
-    abi_buffers = em._abi_buffers()
-    params = tuple(AbiParam(f"p_{b.name}", "ptr", b.name) for b in abi_buffers)
-    params += tuple(AbiParam(f"n_{b.name}", "len", b.name) for b in abi_buffers)
+    abi = kernel_abi(program)
+    params = abi.params
     shared = [b for b in program.buffers if b.access is Access.WORKGROUP]
-    entry = f"vyre_{program.name}"
+    entry = abi.entry
     h = program.content_hash()
     out = [
         f"// vyre_decl {EMITTER_CONTRACT}: program {program.name} {h[:16]}",
@@ -522,5 +519,13 @@ def emit(
         "}",
         "",
     ]
-    abi = KernelABI(entry, params, sum(_shared_words(b) * 4 for b in shared))
     return PtxModule("\n".join(out), abi, tgt, EMITTER_CONTRACT, h)
+
+
+def kernel_abi(program: Program) -> KernelABI:
+    """The entry name, parameters and static workgroup memory of ``program``'s kernel."""
+    buffers = sorted((b for b in program.buffers if b.access is not Access.WORKGROUP), key=lambda b: b.binding)  # type: ignore[arg-type, return-value]
+    params = tuple(AbiParam(f"p_{b.name}", "ptr", b.name) for b in buffers)
+    params += tuple(AbiParam(f"n_{b.name}", "len", b.name) for b in buffers)
+    shared = sum(_shared_words(b) * 4 for b in program.buffers if b.access is Access.WORKGROUP)
+    return KernelABI(f"vyre_{program.name}", params, shared)

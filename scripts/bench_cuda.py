@@ -1,0 +1,126 @@
+"""CUDA backend host costs against raw ctypes baselines, measured in the same process (not a test).
+
+    python scripts/bench_cuda.py [--batches 25] [--per-batch 400]
+
+1. Launch: ``Pipeline.dispatch_resident`` of a 4-buffer kernel, against a raw ctypes
+   ``cuLaunchKernel`` (no argtypes, arguments packed once) of the same function with the same
+   arguments. Host time per launch, median over interleaved batches (target: within 1.1x).
+2. Small dispatch: ``Pipeline.dispatch`` with two 4 KB numpy inputs and one 4 KB output, against
+   the raw ctypes sequence cuMemcpyHtoD x2 + cuLaunchKernel + cuMemcpyDtoH into a fresh array
+   (target: within 1.15x).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import statistics
+import time
+from ctypes import byref, c_uint32, c_uint64, c_void_p
+
+import numpy as np
+
+from vyre_decl import libcuda as cu
+from vyre_decl.backends.cuda import CudaBackend
+from vyre_decl.ir import parse_program
+
+FOUR = parse_program("""program four workgroup(256, 1, 1) {
+  buffer a: read u32[] @0
+  buffer b: read u32[] @1
+  buffer c: read u32[] @2
+  buffer out: write u32[len(a)] @3
+  let i = gid.x
+  if i < len(out) { out[i] = a[i] + b[i] * c[i] }
+}""")
+TWO = parse_program("""program two workgroup(256, 1, 1) {
+  buffer a: read u32[] @0
+  buffer b: read u32[] @1
+  buffer out: write u32[len(a)] @2
+  let i = gid.x
+  if i < len(out) { out[i] = a[i] + b[i] }
+}""")
+
+
+def per_call(fn, n: int) -> float:
+    t = time.perf_counter()
+    for _ in range(n):
+        fn()
+    return (time.perf_counter() - t) / n
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--batches", type=int, default=25)
+    ap.add_argument("--per-batch", type=int, default=400)
+    args = ap.parse_args()
+    be = CudaBackend()
+    d = be.device
+    print(f"device: {d.name}, cc {d.compute_capability[0]}.{d.compute_capability[1]}, driver {d.driver_version}, "
+          f"{d.target}")
+
+    # --- 1. launch over resident buffers
+    n = 1024
+    bufs = [be.upload(np.arange(n, dtype=np.uint32)) for _ in range(3)] + [be.allocate("u32", n)]
+    pipe = be.compile(FOUR)
+    pipe.dispatch_resident(bufs)
+    be.synchronize()
+    launch = cu.raw("cuLaunchKernel")
+    vals = [c_uint64(b.ptr) for b in bufs] + [c_uint32(b.count) for b in bufs]
+    params = (c_void_p * len(vals))(*[ctypes.cast(byref(v), c_void_p) for v in vals])
+    g, blk, zero = ctypes.c_uint(4), ctypes.c_uint(256), ctypes.c_uint(0)
+    one = ctypes.c_uint(1)
+    raw_args = (pipe.function, g, one, one, blk, one, one, zero, be._stream, params, None)
+
+    def raw_launch() -> None:
+        if launch(*raw_args):
+            raise RuntimeError("launch failed")
+
+    def ours() -> None:
+        pipe.dispatch_resident(bufs)
+
+    raw_t, our_t = [], []
+    for _ in range(args.batches):
+        raw_t.append(per_call(raw_launch, args.per_batch))
+        be.synchronize()
+        our_t.append(per_call(ours, args.per_batch))
+        be.synchronize()
+    r, o = statistics.median(raw_t) * 1e6, statistics.median(our_t) * 1e6
+    print(f"launch, 4-buffer kernel: raw ctypes cuLaunchKernel {r:6.2f} us | Pipeline.dispatch_resident {o:6.2f} us "
+          f"| ratio {o / r:5.3f} (target <= 1.10)")
+    assert (bufs[3].download() == np.arange(n, dtype=np.uint32) * (1 + np.arange(n, dtype=np.uint32))).all()
+
+    # --- 2. small numpy-in/numpy-out dispatch
+    a, b = np.arange(1024, dtype=np.uint32), np.full(1024, 7, np.uint32)
+    small = be.compile(TWO)
+    (out,) = small.dispatch([a, b])
+    assert (out == a + b).all()
+    da, db, dout = (be.allocate("u32", 1024) for _ in range(3))
+    h2d, d2h = cu._fn("cuMemcpyHtoD_v2"), cu._fn("cuMemcpyDtoH_v2")
+    vals2 = [c_uint64(x.ptr) for x in (da, db, dout)] + [c_uint32(1024)] * 3
+    params2 = (c_void_p * 6)(*[ctypes.cast(byref(v), c_void_p) for v in vals2])
+    raw2 = (small.function, g, one, one, blk, one, one, zero, be._stream, params2, None)
+
+    def raw_roundtrip() -> np.ndarray:
+        h2d(da.ptr, a.ctypes.data, 4096)
+        h2d(db.ptr, b.ctypes.data, 4096)
+        if launch(*raw2):
+            raise RuntimeError("launch failed")
+        res = np.empty(1024, np.uint32)
+        d2h(res.ctypes.data, dout.ptr, 4096)
+        return res
+
+    assert (raw_roundtrip() == a + b).all()
+    raw_t, our_t = [], []
+    k = max(20, args.per_batch // 8)
+    for _ in range(args.batches):
+        raw_t.append(per_call(raw_roundtrip, k))
+        our_t.append(per_call(lambda: small.dispatch([a, b]), k))
+    r, o = statistics.median(raw_t) * 1e6, statistics.median(our_t) * 1e6
+    print(f"dispatch, 2 x 4 KB in, 4 KB out: raw ctypes H2D+H2D+launch+D2H {r:6.2f} us | Pipeline.dispatch {o:6.2f} us "
+          f"| ratio {o / r:5.3f} (target <= 1.15)")
+    t = be.telemetry()
+    print("telemetry:", {k: v for k, v in t.items() if v})
+
+
+if __name__ == "__main__":
+    main()

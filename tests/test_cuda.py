@@ -1,0 +1,313 @@
+"""The cuda backend on a real GPU (marked gpu; skipped with a reason where there is none):
+every op x type and every corpus program against the reference, resident buffers, async, timed,
+graph replay, the kernel cache across processes, poisoning after a fault, interop, threads."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vyre_decl.backends.config import DispatchConfig
+from vyre_decl.backends.cuda import cuda_available
+from vyre_decl.conform.corpus import load_corpus, make_inputs
+from vyre_decl.conform.values import buffer_mismatches, from_bits
+from vyre_decl.conform.witnesses import random_bits, witnesses
+from vyre_decl.ir import VyreError, parse_program
+from vyre_decl.registry import default_registry
+
+from oneop import one_op_program
+
+ROOT = Path(__file__).resolve().parent.parent
+HAVE_GPU = cuda_available()
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not HAVE_GPU, reason="no CUDA GPU: libcuda.so.1 cannot be loaded "
+                                                  "or reports no device")]
+REG = default_registry()
+
+
+@pytest.fixture(scope="module")
+def cuda():
+    from vyre_decl.backends.cuda import CudaBackend
+
+    return CudaBackend()
+
+
+@pytest.fixture(scope="module")
+def ref():
+    from vyre_decl.backends.reference import ReferenceBackend
+
+    return ReferenceBackend(REG)
+
+
+def _inputs_for(op, binding, rng):
+    """Witness combinations plus random values for each input of the op."""
+    types = op.input_types(binding)
+    cols = []
+    w = [witnesses(t) for t in types]
+    if len(types) == 1:
+        cols = [w[0]]
+    else:  # all pairs of the first two inputs' witnesses, random for the rest
+        a = [x for x in w[0] for _ in w[1]]
+        b = [y for _ in w[0] for y in w[1]]
+        cols = [a, b] + [random_bits(t, len(a), rng) for t in types[2:]]
+    n = len(cols[0])
+    cols = [c + random_bits(t, 256, rng) for c, t in zip(cols, types)]
+    return [from_bits(t, c) for t, c in zip(types, cols)], n + 256
+
+
+def _compare(program, outs_ref, outs_gpu, ulp_of=lambda d: 0):
+    for decl, e, a in zip(program.outputs, outs_ref, outs_gpu):
+        bad = buffer_mismatches(decl.dtype, e, a, ulp_of(decl))
+        assert bad.size == 0, f"{program.name}.{decl.name}[{bad[0]}]: reference {e[bad[0]] if bad[0] < len(e) else '-'}" \
+                              f", cuda {a[bad[0]] if bad[0] < len(a) else '-'} ({bad.size} mismatches)"
+
+
+def test_device_and_auto_choice(cuda):
+    import vyre_decl
+
+    d = cuda.device
+    assert d.compute_capability >= (8, 0) and d.multiprocessors > 0 and d.warp_size == 32
+    assert vyre_decl.acquire("auto").name == "cuda"
+    print(f"\n{d.name} cc {d.compute_capability} driver {d.driver_version} {d.target}")
+
+
+OPS = [(op.id, b) for op in REG for b in op.bindings()]
+
+
+@pytest.mark.parametrize("op_id, binding", OPS, ids=[f"{o}[{','.join(t.value for t in b)}]" for o, b in OPS])
+def test_every_op_matches_the_reference(cuda, ref, op_id, binding):
+    op = REG.get(op_id)
+    program = one_op_program(op, binding)
+    args, _ = _inputs_for(op, binding, np.random.default_rng(hash(op_id) % 2**32))
+    expect = ref.dispatch(program, args)
+    got = cuda.dispatch(program, args)
+    _compare(program, expect, got, lambda d: op.tolerance(d.dtype) if d.dtype.is_float else 0)
+
+
+KATS = [(op.id, k) for op in REG for k in range(len(op.kats))]
+
+
+@pytest.mark.parametrize("op_id, k", KATS, ids=[f"{o}#{k}" for o, k in KATS])
+def test_known_answers_on_the_gpu(cuda, op_id, k):
+    op = REG.get(op_id)
+    kat = op.kats[k]
+    ins, out_t = op.input_types(kat.binding), op.output_type(kat.binding)
+    cols = list(zip(*kat.cases))
+    args = [from_bits(t, list(c)) for t, c in zip(ins, cols[:-1])]
+    want = from_bits(out_t, list(cols[-1]))
+    results = cuda.dispatch(one_op_program(op, kat.binding, kat.attrs), args)
+    got = results[0]  # atomic ops: in0 holds the new values
+    assert buffer_mismatches(out_t, want, got).size == 0, (got, want)
+
+
+CORPUS = load_corpus()
+
+
+@pytest.mark.parametrize("entry", CORPUS, ids=[c.name for c in CORPUS])
+def test_corpus_matches_the_reference(cuda, ref, entry):
+    for size in (0, 1, 63, 64, 65, 1000, 4097):
+        args = make_inputs(entry.program, size, np.random.default_rng(size))
+        cfg = DispatchConfig(grid=entry.grid)
+        _compare(entry.program, ref.dispatch(entry.program, args, cfg), cuda.dispatch(entry.program, args, cfg))
+
+
+INPLACE = parse_program("""program step workgroup(64, 1, 1) {
+  buffer v: read_write u32[] @0
+  buffer k: uniform u32[1] @1
+  let i = gid.x
+  if i < len(v) { v[i] = v[i] * 2u32 + k[0u32] }
+}""")
+
+
+def test_resident_buffers(cuda):
+    data = np.arange(1000, dtype=np.uint32)
+    v = cuda.upload(data)
+    k = cuda.upload(np.array([3], np.uint32))
+    pipe = cuda.compile(INPLACE)
+    for _ in range(3):
+        pipe.dispatch_resident([v, k])
+    cuda.synchronize()
+    want = data.copy()
+    for _ in range(3):
+        want = want * 2 + 3
+    assert (v.download() == want).all()
+    v.upload(np.array([7, 8], np.uint32), offset=10)
+    assert v.download_range(9, 3).tolist() == [int(want[9]), 7, 8]
+    z = cuda.allocate("f64", 5)
+    assert z.download().tolist() == [0.0] * 5  # allocations are zero-filled
+    with pytest.raises(VyreError) as info:
+        pipe.dispatch_resident([z, k])
+    assert info.value.codes == ["D002"]
+    k.free()
+    with pytest.raises(VyreError) as info:
+        pipe.dispatch_resident([v, k])
+    assert info.value.codes == ["D011"]
+    with pytest.raises(VyreError) as info:
+        pipe.dispatch_resident([v, np.zeros(1, np.uint32)])
+    assert info.value.codes == ["D010"]
+
+
+def test_async_and_timed(cuda, ref):
+    entry = next(c for c in CORPUS if c.name == "13_nested_loops_matvec")
+    jobs = [make_inputs(entry.program, 2000, np.random.default_rng(s)) for s in range(4)]
+    pending = [cuda.dispatch_async(entry.program, a) for a in jobs]
+    for p, a in zip(pending, jobs):
+        _compare(entry.program, ref.dispatch(entry.program, a), p.result())
+        assert p.done()
+    outs, timing = cuda.dispatch_timed(entry.program, jobs[0])
+    assert 0 < timing.device_s < timing.wall_s
+    print(f"\ntimed: wall {timing.wall_s * 1e6:.1f} us, device {timing.device_s * 1e6:.1f} us")
+
+
+def test_graph_replay(cuda):
+    v = cuda.upload(np.zeros(4096, np.uint32))
+    k1, k2 = cuda.upload(np.array([1], np.uint32)), cuda.upload(np.array([5], np.uint32))
+    pipe = cuda.compile(INPLACE)
+    seq = cuda.sequence([(pipe, [v, k1]), (pipe, [v, k2]), (pipe, [v, k1])])
+    graph = seq.capture()
+    before = cuda.telemetry()["graph_launches"]
+    for _ in range(3):
+        graph.replay()
+    cuda.synchronize()
+    want = np.zeros(4096, np.uint64)
+    for _ in range(3):
+        want = ((want * 2 + 1) * 2 + 5) * 2 + 1
+    assert (v.download() == (want & 0xFFFFFFFF).astype(np.uint32)).all()
+    assert cuda.telemetry()["graph_launches"] == before + 3
+    graph.close()
+
+
+CACHE_SCRIPT = r"""
+import json, sys, time
+import numpy as np
+from vyre_decl.backends.cuda import CudaBackend
+from vyre_decl.conform.corpus import load_corpus
+prog = next(c for c in load_corpus() if c.name == "16_workgroup_scan").program
+be = CudaBackend()
+t = time.perf_counter()
+pipe = be.compile(prog)
+compile_ms = (time.perf_counter() - t) * 1e3
+out, = pipe.dispatch([np.ones(256, np.uint32)])
+print(json.dumps({"telemetry": be.telemetry(), "compile_ms": compile_ms, "ok": out.tolist()[:4] == [1, 2, 3, 4]}))
+"""
+
+
+def _run_cache_script(tmp_path):
+    env = dict(os.environ, VYRE_DECL_CACHE_DIR=str(tmp_path / "cache"))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    proc = subprocess.run([sys.executable, "-c", CACHE_SCRIPT], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_second_process_does_not_jit(tmp_path):
+    first = _run_cache_script(tmp_path)
+    second = _run_cache_script(tmp_path)
+    assert first["ok"] and second["ok"]
+    assert first["telemetry"]["jit_compiles"] == 1 and first["telemetry"]["cubin_disk_hits"] == 0
+    assert second["telemetry"]["jit_compiles"] == 0 and second["telemetry"]["cubin_disk_hits"] == 1
+    for entry in (tmp_path / "cache" / "cubin").rglob("*"):
+        if entry.is_file():
+            entry.write_bytes(entry.read_bytes()[:-7] + b"garbage")
+    third = _run_cache_script(tmp_path)  # a corrupt entry is detected and rebuilt
+    assert third["ok"] and third["telemetry"]["jit_compiles"] == 1
+    print(f"\ncompile: first process {first['compile_ms']:.2f} ms (JIT), second {second['compile_ms']:.2f} ms "
+          f"(cubin from disk), after corruption {third['compile_ms']:.2f} ms")
+
+
+FAULT_SCRIPT = r"""
+import json
+import numpy as np
+from vyre_decl import libcuda
+from vyre_decl.backends.cuda import CudaBackend, CudaPoisoned
+from vyre_decl.ir import parse_program
+be = CudaBackend()
+prog = parse_program('''program poke workgroup(64, 1, 1) {
+  buffer o: read_write u32[] @0
+  o[gid.x] = 1u32
+}''')
+class Bogus:  # foreign device memory at an address nobody owns
+    __cuda_array_interface__ = {"shape": (1 << 20,), "typestr": "<u4", "data": (0x10, False), "version": 3}
+pipe = be.compile(prog)
+report = {}
+try:
+    pipe.dispatch_resident([be.wrap(Bogus())])
+    be.synchronize()
+except libcuda.CudaError as e:
+    report["fault"] = e.name
+try:
+    be.dispatch(prog, [np.zeros(4, np.uint32)])
+except CudaPoisoned as e:
+    report["after"] = e.codes
+print(json.dumps(report))
+"""
+
+
+def test_fault_poisons_the_backend_in_a_subprocess():
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    proc = subprocess.run([sys.executable, "-c", FAULT_SCRIPT], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report == {"fault": "CUDA_ERROR_ILLEGAL_ADDRESS", "after": ["C002"]}
+
+
+def test_cuda_array_interface_round_trip(cuda):
+    data = np.arange(100, dtype=np.float32) / 7
+    buf = cuda.upload(data)
+    cai = buf.__cuda_array_interface__
+    assert cai["version"] == 3 and cai["shape"] == (100,) and cai["typestr"] == "<f4" and cai["data"][0] == buf.ptr
+    view = cuda.wrap(buf)
+    assert (view.download() == data).all()
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        return
+    import cupy as cp
+
+    arr = cp.asarray(buf)
+    assert (cp.asnumpy(arr) == data).all()
+
+
+def test_threads_share_one_backend(cuda, ref):
+    entry = next(c for c in CORPUS if c.name == "11_if_else_chain")
+    errors = []
+
+    def work(seed):
+        try:
+            for s in range(10):
+                a = make_inputs(entry.program, 500 + s, np.random.default_rng(seed * 100 + s))
+                _compare(entry.program, ref.dispatch(entry.program, a), cuda.dispatch(entry.program, a))
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
+def test_bad_input_touches_no_device_memory(cuda):
+    before = cuda.telemetry()
+    prog = next(c for c in CORPUS if c.name == "01_vadd_u32").program
+    with pytest.raises(VyreError, match="D002"):
+        cuda.dispatch(prog, [np.zeros(4, np.int32), np.zeros(4, np.uint32)])
+    big = parse_program("program big workgroup(1024, 2, 1) { buffer o: write u32[4] @0\n o[0u32] = 1u32 }")
+    with pytest.raises(VyreError, match="D009"):
+        cuda.dispatch(big, [], DispatchConfig(grid=(1, 1, 1)))
+    after = cuda.telemetry()
+    assert after["bytes_h2d"] == before["bytes_h2d"] and after["launches"] == before["launches"]
+
+
+def test_repeat(cuda, ref):
+    a = np.arange(300, dtype=np.uint32)
+    k = np.array([1], np.uint32)
+    cfg = DispatchConfig(repeat=4)
+    _compare(INPLACE, ref.dispatch(INPLACE, [a, k], cfg), cuda.dispatch(INPLACE, [a, k], cfg))
