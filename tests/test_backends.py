@@ -161,3 +161,13 @@ def test_entry_point_backends_are_discovered(tmp_path, monkeypatch):
     assert "plugged" in [i.name for i in backends()]
     assert acquire("plugged").dispatch(VADD, []) == ["plugged"]
     sys.modules.pop("vyre_echo_plugin", None)
+
+
+def test_a_pipeline_keeps_its_workgroup(backend):
+    pipe = backend.compile(VADD)
+    a = np.arange(1024, dtype=np.uint32)
+    with pytest.raises(VyreError) as info:
+        pipe.dispatch([a, a], DispatchConfig(workgroup=(256, 1, 1)))
+    assert info.value.codes == ["D008"]
+    (out,) = backend.dispatch(VADD, [a, a], DispatchConfig(workgroup=(256, 1, 1)))
+    assert (out == 2 * a).all()

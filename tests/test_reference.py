@@ -254,3 +254,43 @@ def test_timeout_stops_a_runaway_loop(backend):
     }"""
     with pytest.raises(TimeoutError, match="Fix:"):
         backend.dispatch(parse_program(src), [], DispatchConfig(timeout=0.2))
+
+
+def test_atomic_operands_run_even_when_the_atomic_is_out_of_bounds(run):
+    src = """program m workgroup(4, 1, 1) {
+      buffer c: read_write u32[2] @0
+      buffer d: read_write u32[1] @1
+      let old = atomic primitive.atomic.add(c[5u32], atomic primitive.atomic.add(d[0u32], 1u32))
+    }"""
+    c, d = run(src, np.zeros(2, np.uint32), np.zeros(1, np.uint32), grid=(1, 1, 1))
+    assert c.tolist() == [0, 0] and d.tolist() == [4]
+
+
+def test_contended_compare_exchange_is_linear_enough(run):
+    src = """program m workgroup(64, 1, 1) {
+      buffer m: read_write u32[1] @0
+      buffer o: write u32[32768] @1
+      o[gid.x] = atomic primitive.atomic.compare_exchange(m[0u32], gid.x, gid.x + 1u32)
+    }"""
+    m, o = run(src, np.zeros(1, np.uint32))
+    assert m.tolist() == [32768] and (o == np.arange(32768)).all()  # a chain through every invocation
+
+
+def test_op_function_cache_follows_the_registry(tmp_path):
+    import gc
+
+    from vyre_decl.reference.interpreter import op_function
+    from vyre_decl.registry import load
+
+    results = set()
+    for i in range(30):
+        (tmp_path / "e.toml").write_text(
+            '[dialect]\nname = "ext"\nversion = "1.0.0"\n[[op]]\nid = "ext.f"\nsummary = "s"\ncategory = "composite"\n'
+            'inputs = [{ name = "a", type = "u32" }, { name = "b", type = "u32" }]\n'
+            f'outputs = [{{ name = "out", type = "u32" }}]\ncompose = "{"a + b" if i % 2 else "a - b"}"\n')
+        reg = load([tmp_path], standard=True, env=False)
+        got = int(op_function(reg, reg.get("ext.f"), ())([np.uint32(10), np.uint32(3)]))
+        results.add((i % 2, got))
+        del reg
+        gc.collect()
+    assert results == {(0, 7), (1, 13)}

@@ -78,3 +78,17 @@ def test_parse_errors_are_located_and_fixable(src, code, where, snippet):
     assert d.location == f"k.vyre:{where}"
     assert snippet in str(info.value)
     assert "Fix:" in str(info.value) and d.fix
+
+
+def test_deep_nesting_is_a_parse_error_not_a_crash():
+    with pytest.raises(ParseError) as info:
+        parse_expr("-" * 1200 + "a")
+    assert info.value.codes == ["P007"]
+    with pytest.raises(ParseError) as info:
+        parse_program("program m workgroup(1, 1, 1) {" + "{" * 400 + "}" * 400 + "}")
+    assert info.value.codes == ["P007"]
+
+
+def test_an_op_of_a_dialect_named_like_an_id_still_parses():
+    assert isinstance(parse_expr("gid.x(1u32)"), Op) and isinstance(parse_expr("gid.x<k=1u32>(1u32)"), Op)
+    assert print_expr(parse_expr("gid.x < 3u32")) == "gid.x < 3u32"

@@ -125,3 +125,25 @@ def test_sibling_scopes_may_reuse_a_name(registry):
 def test_loop_variable_is_in_scope_only_inside(registry):
     p = Program((), (1, 1, 1), (Loop("i", Lit.of(DataType.U32, 0), Lit.of(DataType.U32, 2), ()), Let("j", Var("i"))))
     assert [d.code for d in validate(p, registry)] == ["V018"]
+
+
+def test_launch_size_limits(registry):
+    assert [d.code for d in validate(Program((), (1024, 2, 1), ()), registry)] == ["V003"]
+    assert [d.code for d in validate(Program((), (1, 1, 65), ()), registry)] == ["V003"]
+    big = Program((BufferDecl("s", Access.WORKGROUP, DataType.F64, 8192),), (64, 1, 1), ())
+    assert [(d.code, d.location) for d in validate(big, registry)] == [("V019", "buffers")]
+
+
+def test_literal_bits_must_be_integers(registry):
+    p = Program((), (1, 1, 1), (Let("x", Lit(DataType.U32, 1.5)),))
+    assert [d.code for d in validate(p, registry)] == ["V007"]
+
+
+def test_barrier_analysis_survives_very_deep_expressions(registry):
+    from vyre_decl.ir import Op
+
+    e = Lit.of(DataType.I32, 1)
+    for _ in range(1500):
+        e = Op("primitive.math.neg", (e,))
+    codes = {d.code for d in validate(Program((), (1, 1, 1), (Let("x", e),)), registry)}
+    assert codes == {"V016"}

@@ -322,6 +322,10 @@ class Launcher:
     def set_stream(self, stream: c_void_p) -> None:
         self.stream.value = stream.value
 
+    def function_and_args(self) -> tuple[Any, tuple[Any, ...]]:
+        """The raw cuLaunchKernel and its argument tuple, for callers that inline the call."""
+        return self._launch, self._args
+
     def __call__(self) -> int:
         """Launch; returns the CUresult (0 on success) for the caller to check."""
         return self._launch(*self._args)

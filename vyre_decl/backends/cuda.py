@@ -38,7 +38,7 @@ from ..ir.validate import check
 from ..registry import Registry, default_registry
 from .cache import DiskCache, cache_dir
 from .config import DEFAULT_CONFIG, DispatchConfig
-from .hostio import MAX_ELEMENTS, as_storage, grid_basis, host_output, infer_grid, prepare
+from .hostio import MAX_ELEMENTS, as_storage, check_workgroup, grid_basis, infer_grid, prepare
 
 __all__ = ["CudaBackend", "CudaPipeline", "DeviceBuffer", "PendingDispatch", "Timing", "DispatchSequence",
            "CudaGraph", "DeviceInfo", "CudaPoisoned", "cuda_available"]
@@ -48,6 +48,7 @@ _STREAM_NON_BLOCKING = 1
 _EVENT_DISABLE_TIMING = 2
 _CAPTURE_THREAD_LOCAL = 1
 _NOT_READY = 600
+_ZERO_BY_COPY = 1 << 16  # outputs up to this many bytes are zeroed through the input copy
 
 
 def _prepare_environment() -> None:
@@ -124,6 +125,9 @@ class DeviceBuffer:
     def download(self) -> np.ndarray:
         return self.backend.download(self)
 
+    def download_range(self, offset: int, count: int) -> np.ndarray:
+        return self.backend.download_range(self, offset, count)
+
     def upload(self, data: Any, offset: int = 0) -> None:
         self.backend.upload_at(self, offset, data)
 
@@ -190,12 +194,13 @@ class _Pinned:
 
 @dataclass
 class _Layout:
-    """Where each ABI buffer of one dispatch lives in the device arena / staging area."""
+    """Where the buffers of one dispatch live in the device arena and the staging area."""
 
-    offsets: list[int]
-    inputs_end: int  # [0, inputs_end): host -> device
+    offsets: list[int]  # per ABI buffer
+    inputs: list[tuple[int, int]]  # (offset, bytes) per program input, in input order
+    outputs: list[tuple[BufferDecl, int, int]]  # (decl, offset, count) per returned buffer, in output order
     returned_start: int  # [returned_start, total): device -> host
-    outputs_start: int  # [outputs_start, total): zero-filled on the device
+    outputs_start: int  # [0, outputs_start): host -> device; [outputs_start, total): zero-filled
     total: int
 
 
@@ -221,33 +226,47 @@ class CudaPipeline:
         self._arena: tuple[int, int] | None = None
         self._bound: _Bound | None = None
         self._grid_basis = grid_basis(program)
+        # precomputed for the dispatch fast path
+        self._specs = [(d.name, d.dtype.storage_dtype, d.count, d) for d in self._inputs]
+        self._static = {d.name: d.count for d in program.buffers if not d.is_input and d.count_like is None}
+        self._likes = [(d.name, d.count_like, d.is_input) for d in program.buffers if d.count_like is not None]
+        self._fast_config = config.grid is None
+        self._layouts: dict[tuple[int, ...], _Layout] = {}
 
     # --- numpy in, numpy out
-    def _host_arrays(self, inputs: Sequence[Any] | Mapping[str, Any], cfg: DispatchConfig) -> tuple[dict[str, np.ndarray], dict[str, int], tuple[int, int, int]]:
-        decls = self._inputs
-        fast = not isinstance(inputs, Mapping) and len(inputs) == len(decls) and not any(
-            d.count_like for d in self.program.buffers) and cfg.grid is None and cfg.workgroup is None
-        if fast:  # the common case, checked without building a Launch
-            arrays: dict[str, np.ndarray] = {}
-            counts: dict[str, int] = {}
-            for d, a in zip(decls, inputs):
-                if not (isinstance(a, np.ndarray) and a.dtype == d.dtype.storage_dtype and a.flags.c_contiguous):
-                    a = as_storage(d, a)
+    def _host_arrays(self, inputs: Sequence[Any] | Mapping[str, Any],
+                     cfg: DispatchConfig) -> tuple[list[np.ndarray], dict[str, int], tuple[int, int, int]]:
+        """Input arrays (in input order), every buffer's count, and the grid."""
+        if type(inputs) in (list, tuple) and len(inputs) == len(self._specs) and cfg.grid is None:
+            counts = dict(self._static)
+            arrays = []
+            ok = True
+            for (name, st, fixed, decl), a in zip(self._specs, inputs):
+                if type(a) is not np.ndarray or a.dtype is not st or not a.flags.c_contiguous:
+                    a = as_storage(decl, a)
                 n = a.size
-                if (d.count and n != d.count) or n > MAX_ELEMENTS:
-                    fast = False
+                if (fixed and n != fixed) or n > MAX_ELEMENTS:
+                    ok = False
                     break
-                arrays[d.name], counts[d.name] = a, n
-        if not fast:
-            launch = prepare(self.program, inputs, cfg)
-            arrays = {d.name: launch.memory[d.name] for d in decls}
-            return arrays, launch.counts, launch.grid
-        for d in self.program.buffers:
-            if d.name not in counts:
-                counts[d.name] = d.count
-        return arrays, counts, infer_grid(self.program, counts, self.program.workgroup_size, self._grid_basis)
+                counts[name] = n
+                arrays.append(a)
+            for name, like, is_input in self._likes if ok else ():
+                if is_input and counts[name] != counts[like]:
+                    ok = False
+                counts[name] = counts[like]
+            if ok:
+                grid = (-(-max((counts[n] for n in self._grid_basis), default=0) // self.program.workgroup_size[0]), 1, 1) \
+                    if self.program.workgroup_size[1:] == (1, 1) else infer_grid(self.program, counts,
+                                                                                 self.program.workgroup_size)
+                return arrays, counts, grid
+        launch = prepare(self.program, inputs, cfg)  # the general path, with every check and error
+        return [launch.memory[d.name] for d in self._inputs], launch.counts, launch.grid
 
     def _layout(self, counts: Mapping[str, int]) -> _Layout:
+        key = tuple(counts[d.name] for d in self.abi_buffers)
+        layout = self._layouts.get(key)
+        if layout is not None:
+            return layout
         offsets = [0] * len(self.abi_buffers)
         first = [-1, -1, -1]  # first offset of each category
         pos = 0
@@ -259,7 +278,12 @@ class CudaPipeline:
             pos += _aligned(counts[d.name] * d.dtype.size)
         outputs_start = first[2] if first[2] >= 0 else pos
         returned_start = first[1] if first[1] >= 0 else outputs_start
-        return _Layout(offsets, outputs_start, returned_start, outputs_start, pos)
+        at = {d.name: offsets[i] for i, d in enumerate(self.abi_buffers)}
+        layout = _Layout(offsets, [(at[d.name], counts[d.name] * d.dtype.size) for d in self._inputs],
+                         [(d, at[d.name], counts[d.name]) for d in self._outputs], returned_start, outputs_start, pos)
+        if len(self._layouts) < 64:
+            self._layouts[key] = layout
+        return layout
 
     def dispatch(self, inputs: Sequence[Any] | Mapping[str, Any], config: DispatchConfig | None = None) -> list[np.ndarray]:
         """Run once on ``inputs`` (numpy arrays, bytes or lists); returns the outputs."""
@@ -269,8 +293,10 @@ class CudaPipeline:
                   timed: bool) -> tuple[list[np.ndarray], float]:
         be = self.backend
         be._alive()
+        if cfg is not self.config:
+            check_workgroup(self.program, cfg)
         arrays, counts, grid = self._host_arrays(inputs, cfg)
-        be._check_launch(self, grid)
+        be._check_grid(self, grid)
         layout = self._layout(counts)
         with be._lock:
             be._alive()
@@ -281,15 +307,16 @@ class CudaPipeline:
             be._enqueue(self, arrays, counts, grid, layout, self._arena[0], be._pinned, cfg.repeat, timed)
             be.synchronize()
             device_s = be._elapsed() if timed else 0.0
-            return be._collect(self, counts, layout, be._pinned), device_s
+            return be._collect(layout, be._pinned), device_s
 
     def dispatch_async(self, inputs: Sequence[Any] | Mapping[str, Any], config: DispatchConfig | None = None) -> PendingDispatch:
         """Start a dispatch and return at once; ``.result()`` waits and gives the outputs."""
         cfg = config or self.config
         be = self.backend
         be._alive()
+        check_workgroup(self.program, cfg)
         arrays, counts, grid = self._host_arrays(inputs, cfg)
-        be._check_launch(self, grid)
+        be._check_grid(self, grid)
         layout = self._layout(counts)
         with be._lock:
             arena = be._pool.take(layout.total)
@@ -298,7 +325,7 @@ class CudaPipeline:
             be._enqueue(self, arrays, counts, grid, layout, arena[0], staging, cfg.repeat, False)
             event = be._event(timing=False)
             be._record(event)
-        return PendingDispatch(be, self, layout, counts, arena, staging, event)
+        return PendingDispatch(be, layout, arena, staging, event)
 
     def dispatch_timed(self, inputs: Sequence[Any] | Mapping[str, Any], config: DispatchConfig | None = None) -> tuple[list[np.ndarray], Timing]:
         """Like ``dispatch``, also returning wall time and the GPU time of the launches."""
@@ -318,7 +345,7 @@ class CudaPipeline:
         """Launch over resident buffers, asynchronously (``backend.synchronize()`` waits). Buffers
         are not zero-filled: they hold what ``allocate``/``upload`` and earlier dispatches left."""
         b = self._bound
-        if b is None or b.grid_arg != grid or b.generation != self.backend._generation or not b.same(buffers):
+        if b is None or b.grid_arg != grid or tuple(buffers) != b.buffers:
             b = self._bound = _Bound(self, buffers, grid)
         b()
 
@@ -326,7 +353,8 @@ class CudaPipeline:
 class _Bound:
     """A launch over fixed resident buffers: calling it costs one cuLaunchKernel."""
 
-    __slots__ = ("pipeline", "backend", "buffers", "grid_arg", "grid", "generation", "launcher", "values")
+    __slots__ = ("pipeline", "backend", "buffers", "grid_arg", "grid", "generation", "launcher", "values", "empty",
+                 "launch", "args")
 
     def __init__(self, pipeline: CudaPipeline, buffers: Sequence[DeviceBuffer] | Mapping[str, DeviceBuffer],
                  grid: tuple[int, int, int] | None) -> None:
@@ -359,7 +387,7 @@ class _Bound:
             counts.setdefault(d.name, d.count)
         g = tuple(grid) if grid is not None else infer_grid(pipeline.program, counts, pipeline.program.workgroup_size,
                                                              pipeline._grid_basis)
-        be._check_launch(pipeline, g)  # type: ignore[arg-type]
+        be._check_grid(pipeline, g)  # type: ignore[arg-type]
         by_name = dict(zip((d.name for d in decls), items))
         self.pipeline, self.backend = pipeline, be
         self.buffers = tuple(items)
@@ -372,17 +400,8 @@ class _Bound:
         self.launcher = cu.Launcher(pipeline.function, values, pipeline.program.workgroup_size)
         self.launcher.set_grid(g)  # type: ignore[arg-type]
         self.launcher.set_stream(be._stream)
-
-    def same(self, buffers: Sequence[DeviceBuffer] | Mapping[str, DeviceBuffer]) -> bool:
-        if isinstance(buffers, Mapping):
-            return False
-        mine = self.buffers
-        if len(buffers) != len(mine):
-            return False
-        for a, b in zip(buffers, mine):
-            if a is not b:
-                return False
-        return True
+        self.empty = 0 in g
+        self.launch, self.args = self.launcher.function_and_args()
 
     def refresh(self) -> None:
         """Re-check the buffers (one of the backend's buffers was freed since binding)."""
@@ -390,24 +409,24 @@ class _Bound:
 
     def __call__(self) -> None:
         be = self.backend
-        be._alive()
-        if self.generation != be._generation:
+        if be._poisoned is not None or self.generation != be._generation:
+            be._alive()
             self.refresh()
-        if self.grid[0] == 0 or self.grid[1] == 0 or self.grid[2] == 0:
+        if self.empty:
             return
-        with be._lock:
-            result = self.launcher()
+        # no lock: the arguments are this object's own, and cuLaunchKernel is thread-safe
+        result = self.launch(*self.args)
         if result:
-            be._fail("cuLaunchKernel", result)
+            be._relaunch(result, self)
         be.counters["launches"] += 1
 
 
 class PendingDispatch:
     """A dispatch in flight; ``done()`` polls, ``result()`` waits and returns the outputs."""
 
-    def __init__(self, backend: CudaBackend, pipeline: CudaPipeline, layout: _Layout, counts: dict[str, int],
-                 arena: tuple[int, int], staging: _Pinned, event: c_void_p) -> None:
-        self.backend, self.pipeline, self.layout, self.counts = backend, pipeline, layout, counts
+    def __init__(self, backend: CudaBackend, layout: _Layout, arena: tuple[int, int], staging: _Pinned,
+                 event: c_void_p) -> None:
+        self.backend, self.layout = backend, layout
         self._arena, self._staging, self._event = arena, staging, event
         self._outputs: list[np.ndarray] | None = None
 
@@ -430,7 +449,7 @@ class PendingDispatch:
                 if result:
                     be._fail("cuEventSynchronize", result)
                 be.counters["syncs"] += 1
-                self._outputs = be._collect(self.pipeline, self.counts, self.layout, self._staging)
+                self._outputs = be._collect(self.layout, self._staging)
                 be._pool.give(*self._arena)
                 self._staging.close()
                 cu.call("cuEventDestroy_v2", self._event)
@@ -538,6 +557,8 @@ class CudaBackend:
         root = cache_dir()
         self._ptx_disk, self._cubin_disk = DiskCache(root, "ptx"), DiskCache(root, "cubin")
         self._t0, self._t1 = self._event(timing=True), self._event(timing=True)
+        self._h2d, self._d2h = cu._fn("cuMemcpyHtoDAsync_v2"), cu._fn("cuMemcpyDtoHAsync_v2")
+        self._memset, self._sync = cu._fn("cuMemsetD8Async"), cu._fn("cuStreamSynchronize")
 
     # --- state and errors
     @property
@@ -599,18 +620,32 @@ class CudaBackend:
             choose_target(driver, cc),
         )
 
-    def _check_launch(self, pipeline: CudaPipeline, grid: tuple[int, int, int]) -> None:
-        d, wg = self.device, pipeline.program.workgroup_size
-        where = f"program {pipeline.program.name!r}"
+    def _check_static(self, program: Program, module: PtxModule) -> None:
+        """Launch limits that depend on the program alone (checked once, at compile time)."""
+        d, wg = self.device, program.workgroup_size
+        where = f"program {program.name!r}"
         if wg[0] * wg[1] * wg[2] > d.max_threads_per_block or any(w > m for w, m in zip(wg, d.max_block)):
             raise VyreError.one("D009", f"workgroup {wg} exceeds the device's limits ({d.max_threads_per_block} "
                                 f"threads, {d.max_block} per axis)", where, "use a smaller workgroup size")
-        if any(g > m for g, m in zip(grid, d.max_grid)):
-            raise VyreError.one("D009", f"grid {grid} exceeds the device's limits {d.max_grid}", where,
-                                "split the dispatch or use larger workgroups")
-        if pipeline.ptx.abi.shared_bytes > d.max_shared_per_block:
-            raise VyreError.one("D009", f"{pipeline.ptx.abi.shared_bytes} bytes of workgroup memory exceed the "
+        if module.abi.shared_bytes > d.max_shared_per_block:
+            raise VyreError.one("D009", f"{module.abi.shared_bytes} bytes of workgroup memory exceed the "
                                 f"device's {d.max_shared_per_block}", where, "use smaller workgroup buffers")
+
+    def _check_grid(self, pipeline: CudaPipeline, grid: tuple[int, int, int]) -> None:
+        m = self.device.max_grid
+        if grid[0] > m[0] or grid[1] > m[1] or grid[2] > m[2] or len(grid) != 3:
+            raise VyreError.one("D009", f"grid {grid} exceeds the device's limits {m}",
+                                f"program {pipeline.program.name!r}", "split the dispatch or use larger workgroups")
+
+    def _relaunch(self, result: int, bound: _Bound) -> None:
+        """A launch failed: if only because this thread had no current context, fix that and
+        launch again; otherwise raise (and poison on a sticky error)."""
+        if result == 201:  # CUDA_ERROR_INVALID_CONTEXT
+            self._tls.current = False
+            self._alive()
+            result = bound.launch(*bound.args)
+        if result:
+            self._fail("cuLaunchKernel", result)
 
     # --- compilation and caches
     def emit(self, program: Program) -> str:
@@ -644,6 +679,7 @@ class CudaBackend:
         if cfg.workgroup is not None and tuple(cfg.workgroup) != program.workgroup_size:
             program = dataclasses.replace(program, workgroup_size=tuple(cfg.workgroup))
         module, key = self._module_for(program)
+        self._check_static(program, module)
         with self._lock:
             cached = self._pipelines.get((key, repr(cfg)))
             if cached is not None:
@@ -693,52 +729,62 @@ class CudaBackend:
                        config: DispatchConfig | None = None) -> tuple[list[np.ndarray], Timing]:
         return self.compile(program, config).dispatch_timed(inputs, config)
 
-    def _enqueue(self, pipeline: CudaPipeline, arrays: Mapping[str, np.ndarray], counts: Mapping[str, int],
+    def _enqueue(self, pipeline: CudaPipeline, arrays: Sequence[np.ndarray], counts: Mapping[str, int],
                  grid: tuple[int, int, int], layout: _Layout, base: int, staging: _Pinned, repeat: int,
                  timed: bool) -> None:
-        """Queue copies, zero-fill, launch(es) and the result copy on the stream (lock held)."""
+        """Queue the input copy, the output zero-fill, the launch(es) and the result copy on the
+        stream (lock held)."""
         staging.ensure(layout.total)
-        stage = staging.ptr
-        for i, d in enumerate(pipeline.abi_buffers):
-            if d.is_input:
-                a = arrays[d.name]
-                if a.nbytes:
-                    ctypes.memmove(stage + layout.offsets[i], a.ctypes.data, a.nbytes)
-        if layout.inputs_end:
-            self._checked("cuMemcpyHtoDAsync_v2", base, stage, layout.inputs_end, self._stream)
-            self.counters["bytes_h2d"] += layout.inputs_end
-        if layout.total > layout.outputs_start:
-            self._checked("cuMemsetD8Async", base + layout.outputs_start, 0, layout.total - layout.outputs_start,
-                          self._stream)
+        view = staging.view
+        for (off, nbytes), a in zip(layout.inputs, arrays):
+            if nbytes:
+                view[off: off + nbytes] = a.reshape(-1).view(np.uint8)
+        stream = self._stream
+        # small outputs are zeroed in the staging area and ride along with the input copy (one
+        # driver call instead of two); large ones are zero-filled on the device
+        ride = layout.total - layout.outputs_start <= _ZERO_BY_COPY
+        upto = layout.total if ride else layout.outputs_start
+        if ride:
+            view[layout.outputs_start: layout.total] = 0
+        if upto:
+            result = self._h2d(base, staging.ptr, upto, stream)
+            if result:
+                self._fail("cuMemcpyHtoDAsync_v2", result)
+            self.counters["bytes_h2d"] += upto
+        if not ride:
+            result = self._memset(base + layout.outputs_start, 0, layout.total - layout.outputs_start, stream)
+            if result:
+                self._fail("cuMemsetD8Async", result)
+        for slot, off in zip(pipeline._ptr_values, layout.offsets):
+            slot.value = base + off
+        for slot, d in zip(pipeline._len_values, pipeline.abi_buffers):
+            slot.value = counts[d.name]
         launcher = pipeline.launcher
-        for i, d in enumerate(pipeline.abi_buffers):
-            pipeline._ptr_values[i].value = base + layout.offsets[i]
-            pipeline._len_values[i].value = counts[d.name]
         launcher.set_grid(grid)
         if timed:
             self._record(self._t0)
-        if all(grid):
+        if 0 not in grid:
             for _ in range(repeat):
                 result = launcher()
                 if result:
                     self._fail("cuLaunchKernel", result)
-                self.counters["launches"] += 1
+            self.counters["launches"] += repeat
         if timed:
             self._record(self._t1)
         if layout.total > layout.returned_start:
-            self._checked("cuMemcpyDtoHAsync_v2", stage + layout.returned_start, base + layout.returned_start,
-                          layout.total - layout.returned_start, self._stream)
+            result = self._d2h(staging.ptr + layout.returned_start, base + layout.returned_start,
+                               layout.total - layout.returned_start, stream)
+            if result:
+                self._fail("cuMemcpyDtoHAsync_v2", result)
             self.counters["bytes_d2h"] += layout.total - layout.returned_start
         self.counters["dispatches"] += 1
 
-    def _collect(self, pipeline: CudaPipeline, counts: Mapping[str, int], layout: _Layout,
-                 staging: _Pinned) -> list[np.ndarray]:
+    def _collect(self, layout: _Layout, staging: _Pinned) -> list[np.ndarray]:
+        view = staging.view
         out = []
-        pos = {d.name: layout.offsets[i] for i, d in enumerate(pipeline.abi_buffers)}
-        for d in pipeline._outputs:
-            n = counts[d.name]
-            raw = staging.view[pos[d.name]: pos[d.name] + n * d.dtype.size].view(d.dtype.storage_dtype).copy()
-            out.append(host_output(d, raw))
+        for d, off, n in layout.outputs:
+            raw = view[off: off + n * d.dtype.size].view(d.dtype.storage_dtype).copy()
+            out.append(raw != 0 if d.dtype is DataType.BOOL else raw)
         return out
 
     def _elapsed(self) -> float:
@@ -748,7 +794,7 @@ class CudaBackend:
 
     def synchronize(self) -> None:
         """Wait for all queued GPU work of this backend."""
-        result = cu._fn("cuStreamSynchronize")(self._stream)
+        result = self._sync(self._stream)
         if result:
             self._fail("cuStreamSynchronize", result)
         self.counters["syncs"] += 1

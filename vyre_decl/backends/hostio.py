@@ -24,7 +24,7 @@ from ..ir.types import DataType
 from ..ir.walk import body_exprs
 from .config import DispatchConfig
 
-__all__ = ["Launch", "prepare", "infer_grid", "grid_basis", "host_output", "as_storage", "MAX_ELEMENTS"]
+__all__ = ["Launch", "check_workgroup", "prepare", "infer_grid", "grid_basis", "host_output", "as_storage", "MAX_ELEMENTS"]
 
 MAX_ELEMENTS: Final = 2**32 - 1
 
@@ -154,6 +154,15 @@ def prepare(program: Program, inputs: Sequence[Any] | Mapping[str, Any], config:
     else:
         grid = infer_grid(program, counts, workgroup)
     return Launch(memory, counts, grid, tuple(workgroup))  # type: ignore[arg-type]
+
+
+def check_workgroup(program: Program, config: DispatchConfig) -> None:
+    """A pipeline runs with the workgroup size it was compiled for; asking for another is an error."""
+    if config.workgroup is not None and tuple(config.workgroup) != program.workgroup_size:
+        raise _fail("D008", f"this pipeline was compiled for workgroup {program.workgroup_size}, not "
+                    f"{tuple(config.workgroup)}", f"program {program.name!r}",
+                    "compile a pipeline with that DispatchConfig (backend.compile(program, config)), "
+                    "or dispatch through the backend")
 
 
 def host_output(decl: BufferDecl, raw: np.ndarray) -> np.ndarray:

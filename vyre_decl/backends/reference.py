@@ -14,7 +14,7 @@ from ..ir.validate import check
 from ..reference.interpreter import CompiledProgram, compile_program
 from ..registry import Registry, default_registry
 from .config import DEFAULT_CONFIG, DispatchConfig
-from .hostio import host_output, prepare
+from .hostio import check_workgroup, host_output, prepare
 
 __all__ = ["ReferenceBackend", "ReferencePipeline"]
 
@@ -31,6 +31,7 @@ class ReferencePipeline:
 
     def dispatch(self, inputs: Sequence[Any] | Mapping[str, Any], config: DispatchConfig | None = None) -> list[np.ndarray]:
         cfg = config or self.config
+        check_workgroup(self.program, cfg)
         launch = prepare(self.program, inputs, cfg)
         self.compiled.run(launch.memory, launch.counts, launch.grid, cfg.repeat, cfg.timeout)
         return [host_output(d, launch.memory[d.name]) for d in self.program.outputs]

@@ -264,11 +264,21 @@ _TYPES: Final = {t.value: t for t in DataType}
 _ACCESS: Final = {a.value: a for a in Access}
 
 
+MAX_NESTING: Final = 200  # expression and block nesting the parser accepts
+
+
 class _Parser:
     def __init__(self, src: str, filename: str) -> None:
         self.src, self.filename = src, filename
         self.toks = _tokenize(src, filename)
         self.i = 0
+        self.depth = 0
+
+    def enter(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            self.error(self.peek(), "P007", f"nested more than {MAX_NESTING} levels deep",
+                       "split the expression with let bindings, or flatten the blocks")
 
     # --- token helpers
     def peek(self, skip_nl: bool = True) -> _Tok:
@@ -387,7 +397,9 @@ class _Parser:
 
     def block(self) -> tuple[Node, ...]:
         self.expect("{")
+        self.enter()
         body = self.statements()
+        self.depth -= 1
         self.expect("}", "close the block with '}'")
         return body
 
@@ -472,8 +484,14 @@ class _Parser:
             self.i += 1
             if tok.text == "-" and self.peek().kind in ("num", "int"):
                 return self.literal(negative=True)
-            return Op(sugar.UNARY[tok.text], (self.unary(),))
-        return self.primary()
+            self.enter()
+            operand = self.unary()
+            self.depth -= 1
+            return Op(sugar.UNARY[tok.text], (operand,))
+        self.enter()
+        expr = self.primary()
+        self.depth -= 1
+        return expr
 
     def literal(self, negative: bool = False) -> Lit:
         tok = self.next()
@@ -544,7 +562,7 @@ class _Parser:
             self.expect(")")
             return Atomic(op.text, buf, index, tuple(args))
         head, _, axis = text.partition(".")
-        if head in _ID_KINDS and axis in AXES:
+        if head in _ID_KINDS and axis in AXES and not self.call_follows():
             return Id(_ID_KINDS[head], AXES.index(axis))
         if "." in text:
             return self.op_call(tok)
@@ -555,6 +573,11 @@ class _Parser:
             self.expect("]")
             return Load(text, index)
         return Var(text)
+
+    def call_follows(self) -> bool:
+        """Whether an op call's ``(`` or ``<name=`` comes next (so ``gid.x(...)`` is an op)."""
+        t = self.toks[self.i: self.i + 3]
+        return t[0].text == "(" or (t[0].text == "<" and len(t) == 3 and t[1].kind == "name" and t[2].text == "=")
 
     def op_call(self, tok: _Tok) -> Op:
         types: dict[str, DataType] = {}

@@ -50,6 +50,7 @@ from .nodes import (
 from .signature import OpTable, SignatureError
 from .text import KEYWORDS, _TOKEN_RE
 from .types import DataType
+from .walk import subexprs
 
 __all__ = ["Limits", "validate", "check", "infer_type", "ExprFault", "is_identifier"]
 
@@ -59,6 +60,8 @@ _MAX_COUNT: Final = 2**32 - 1
 
 
 MAX_EXPR_DEPTH: Final = 128
+MAX_WORKGROUP_INVOCATIONS: Final = 1024  # what every CUDA GPU since sm_20 launches
+MAX_WORKGROUP_BYTES: Final = 48 * 1024  # static workgroup (shared) memory every CUDA GPU provides
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,8 +122,8 @@ def infer_type(
             raise ExprFault("V023", f"index must be u32, got {t}", "cast it: `i as u32`", f"{path}.index")
 
     if isinstance(e, Lit):
-        if not e.dtype.is_value_type or not 0 <= e.bits <= e.dtype.mask:
-            raise ExprFault("V007", f"invalid {e.dtype} literal bits {e.bits:#x}", "build literals with Lit.of", path)
+        if not e.dtype.is_value_type or type(e.bits) is not int or not 0 <= e.bits <= e.dtype.mask:
+            raise ExprFault("V007", f"invalid {e.dtype} literal bits {e.bits!r}", "build literals with Lit.of", path)
         return e.dtype
     if isinstance(e, Var):
         if e.name not in variables:
@@ -232,9 +235,15 @@ class _Validator:
         if not is_identifier(p.name):
             self.error("V020", f"bad program name {p.name!r}", "name", "use an identifier that is not a keyword")
         wg = p.workgroup_size
-        if len(wg) != 3 or any(not isinstance(v, int) or v < 1 or v > 1024 for v in wg):
-            self.error("V003", f"workgroup size {tuple(wg)} must be three integers in 1..1024", "workgroup_size",
-                       "use e.g. (64, 1, 1)")
+        if (len(wg) != 3 or any(not isinstance(v, int) or v < 1 for v in wg) or wg[0] > 1024 or wg[1] > 1024
+                or wg[2] > 64 or wg[0] * wg[1] * wg[2] > MAX_WORKGROUP_INVOCATIONS):
+            self.error("V003", f"workgroup size {tuple(wg)} must be three positive integers, at most (1024, 1024, 64) "
+                       f"and {MAX_WORKGROUP_INVOCATIONS} invocations in all", "workgroup_size", "use e.g. (64, 1, 1)")
+        shared = sum(b.count * b.dtype.size for b in p.buffers
+                     if b.access is Access.WORKGROUP and isinstance(b.count, int))
+        if shared > MAX_WORKGROUP_BYTES:
+            self.error("V019", f"the workgroup buffers need {shared} bytes, more than {MAX_WORKGROUP_BYTES}", "buffers",
+                       "use smaller workgroup buffers")
         bindings: dict[int, str] = {}
         for i, b in enumerate(p.buffers):
             where = f"buffers[{i}]"
@@ -384,21 +393,25 @@ class _Validator:
 
 
 def _uniform(e: Expr, varying: set[str], buffers: Mapping[str, BufferDecl]) -> bool:
-    """Whether ``e`` has the same value in every invocation of a workgroup (conservatively)."""
-    if isinstance(e, (Lit, BufLen)):
-        return True
-    if isinstance(e, Id):
-        return e.kind is IdKind.WORKGROUP
-    if isinstance(e, Var):
-        return e.name not in varying
-    if isinstance(e, Load):
-        decl = buffers.get(e.buffer)
-        return decl is not None and decl.access in (Access.READ, Access.UNIFORM) and _uniform(e.index, varying, buffers)
-    if isinstance(e, Op):
-        return all(_uniform(a, varying, buffers) for a in e.args)
-    if isinstance(e, Select):
-        return all(_uniform(x, varying, buffers) for x in (e.cond, e.if_true, e.if_false))
-    return False  # atomics and anything unknown
+    """Whether ``e`` has the same value in every invocation of a workgroup (conservatively): no
+    part of it is a per-invocation id, a varying variable, an atomic, or a load from memory that
+    invocations write."""
+    for x in subexprs(e):
+        if isinstance(x, (Lit, BufLen, Op, Select)):
+            continue
+        if isinstance(x, Id):
+            if x.kind is not IdKind.WORKGROUP:
+                return False
+        elif isinstance(x, Var):
+            if x.name in varying:
+                return False
+        elif isinstance(x, Load):
+            decl = buffers.get(x.buffer)
+            if decl is None or decl.access not in (Access.READ, Access.UNIFORM):
+                return False
+        else:
+            return False
+    return True
 
 
 def _divergent_barriers(program: Program) -> list[str]:

@@ -13,6 +13,7 @@ through its reference (a whitelisted ufunc, a named kernel, or its ``compose`` e
 from __future__ import annotations
 
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Final, Mapping, Sequence
 
@@ -98,14 +99,17 @@ def op_function(registry: Registry, op: OpDef, binding: Binding, attrs: tuple[tu
     """A vectorised function computing ``op`` for ``binding``: args -> result (the atomic ops:
     current memory value and operands -> new memory value)."""
     key = (op.id, binding, attrs)
-    cache = _OP_CACHE.setdefault(id(registry), {})
+    cache = _OP_CACHE.get(registry)
+    if cache is None:
+        cache = _OP_CACHE[registry] = {}
     fn = cache.get(key)
     if fn is None:
         fn = cache[key] = _make_op_function(registry, op, binding, attrs)
     return fn
 
 
-_OP_CACHE: dict[int, dict[tuple[Any, ...], OpFn]] = {}
+# one cache per registry, dropped with it
+_OP_CACHE: weakref.WeakKeyDictionary[Registry, dict[tuple[Any, ...], OpFn]] = weakref.WeakKeyDictionary()
 
 
 def _make_op_function(registry: Registry, op: OpDef, binding: Binding, attrs: tuple[tuple[str, int], ...]) -> OpFn:
@@ -238,6 +242,7 @@ class _Compiler:
         def atomic(fr: _Frame, m: Mask) -> Value:
             count = fr.counts[name]
             idx = np.broadcast_to(np.asarray(index(fr, m)), (fr.n,))
+            values = [f(fr, m) for f in operands]  # always evaluated (they may hold atomics themselves)
             ok = idx < count
             if m is not None:
                 ok = ok & m
@@ -248,9 +253,10 @@ class _Compiler:
             addr = idx[lanes].astype(np.int64)
             if shared:
                 addr = addr + fr.lane_wg[lanes].astype(np.int64) * count
-            args = [np.broadcast_to(np.asarray(f(fr, m), dtype), (fr.n,))[lanes] for f in operands]
+            args = [np.broadcast_to(np.asarray(v, dtype), (fr.n,))[lanes] for v in values]
             mem = fr.mem[name]
-            old = _apply_scan(mem, addr, args[0], combine) if scan else _apply_rounds(mem, addr, args, combine)
+            old = (_apply_scan(mem, addr, args[0], combine) if scan
+                   else _apply_rounds(mem, addr, args, combine, lambda: _check_deadline(fr)))
             result[lanes] = old
             return result
 
@@ -463,21 +469,26 @@ def _apply_scan(mem: np.ndarray, addr: np.ndarray, values: np.ndarray, combine: 
     return old
 
 
-def _apply_rounds(mem: np.ndarray, addr: np.ndarray, args: list[np.ndarray], combine: OpFn) -> np.ndarray:
-    """Sequential-order atomics for any combine: each round applies the earliest pending lane of
-    every distinct address."""
+def _apply_rounds(mem: np.ndarray, addr: np.ndarray, args: list[np.ndarray], combine: OpFn,
+                  tick: Callable[[], None]) -> np.ndarray:
+    """Sequential-order atomics for any combine: round r applies, for every address at once, the
+    r-th lane (in invocation order) that targets it."""
+    order = np.argsort(addr, kind="stable")
+    a = addr[order]
+    first = np.ones(a.size, bool)
+    first[1:] = a[1:] != a[:-1]
+    starts = np.flatnonzero(first)
+    rank = np.arange(a.size) - starts[np.cumsum(first) - 1]
+    by_rank = np.argsort(rank, kind="stable")  # lanes grouped by rank, each group of distinct addresses
+    bounds = np.searchsorted(rank[by_rank], np.arange(int(rank.max()) + 2))
     old = np.empty(addr.size, mem.dtype)
-    pending = np.arange(addr.size)
-    while pending.size:
-        _, first = np.unique(addr[pending], return_index=True)
-        lanes = pending[first]
+    for r in range(len(bounds) - 1):
+        tick()
+        lanes = order[by_rank[bounds[r]: bounds[r + 1]]]
         where = addr[lanes]
         current = mem[where]
         mem[where] = combine([current] + [x[lanes] for x in args])
         old[lanes] = current
-        keep = np.ones(pending.size, bool)
-        keep[first] = False
-        pending = pending[keep]
     return old
 
 

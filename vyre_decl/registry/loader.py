@@ -33,14 +33,14 @@ from typing import Any, Final, Iterable, Mapping, Sequence
 from ..ir.diagnostics import Diagnostic
 from ..ir.nodes import Atomic, BufLen, Expr, Id, Load, Op
 from ..ir.scalars import ScalarError, encode
-from ..ir.signature import AttrSig, OpSignature, Param
+from ..ir.signature import AttrSig, OpSignature, Param, SignatureError
 from ..ir.text import ParseError, parse_expr
 from ..ir.types import VALUE_TYPES, DataType
 from ..ir.validate import ExprFault, infer_type, is_identifier
 from ..ir.walk import subexprs
 from .model import ATOMIC_PLACEHOLDERS, DialectInfo, Kat, LawDef, OpDef, RefDef, Template
 from .registry import Registry
-from .semantics import KERNELS, UFUNCS
+from .semantics import KERNEL_KINDS, KERNELS, UFUNC_KINDS, UFUNCS
 
 __all__ = ["load", "load_file", "standard_ops_dir", "env_ops_dirs", "MAX_FILE_BYTES", "ENV_VAR"]
 
@@ -159,11 +159,23 @@ class _OpBuilder:
             if missing:
                 self.err("R008", "ptx", f"no PTX template for {', '.join(self.describe(b) for b in missing)}",
                          "add a template for every type the op declares")
+        if references and s.compose is not None:
+            self.err("R012", "reference", "the op has both a reference and a compose expression, which could disagree",
+                     "keep one: compose defines composite ops; reference (ufunc/kernel) defines intrinsics")
         for b in bindings:
             m = dict(zip(self.type_vars, b))
-            if s.compose is None and not any(r.applies(m) for r in references):
+            ref = next((r for r in references if r.applies(m)), None)
+            if s.compose is None and ref is None:
                 self.err("R013", "reference", f"no reference semantics for {self.describe(b)}",
                          "add a reference entry (ufunc/kernel) covering it, or a compose expression")
+            elif ref is not None:
+                name, kinds = (ref.ufunc, UFUNC_KINDS.get(ref.ufunc or "")) if ref.ufunc else (
+                    ref.kernel, KERNEL_KINDS.get(ref.kernel or ""))
+                arg_kinds = {self.sig.resolve(p.type, m).kind for p in self.sig.inputs}
+                if kinds is not None and not arg_kinds <= kinds:
+                    self.err("R012", "reference", f"{name} does not implement the semantics for {self.describe(b)} "
+                             f"(it covers {', '.join(sorted(kinds))} operands)",
+                             "restrict the entry with when = {...} and give those types another reference")
         laws = self.laws()
         tolerance = self.tolerance()
         kats = self.kats()
@@ -286,6 +298,10 @@ class _OpBuilder:
                 if name not in allowed:
                     self.err("R007", fld, f"placeholder {{{name}}} names no input, output, attr or temp",
                              f"use one of {', '.join('{' + n + '}' for n in sorted(allowed))} or declare it in temps")
+            result_name = "old" if self.sig.is_atomic else s.outputs[0].name
+            if result_name not in fields:
+                self.err("R007", fld, f"the template never writes its result {{{result_name}}}",
+                         f"write the result to {{{result_name}}}")
             m = dict(zip(self.type_vars, binding))
             resolved = tuple((n, m[t] if t in m else DataType(t)) for n, t in temps.items())
             result[binding] = Template(text, resolved)
@@ -644,11 +660,25 @@ def _check_composes(ops: Mapping[str, OpDef], table: Any) -> dict[str, list[Diag
                          f"make the expression produce {want}")
                     break
         for law in op.laws:
-            if law.over is not None:
-                other = ops.get(law.over)
-                if other is None or len(other.signature.inputs) != 2 or other.is_atomic:
-                    fail(op, "R014", "laws.over", f"distributive over {law.over!r}: no such binary op",
-                         "name a registered binary op")
+            if law.over is None:
+                continue
+            other = ops.get(law.over)
+            if other is None or len(other.signature.inputs) != 2 or other.is_atomic:
+                fail(op, "R014", "laws.over", f"distributive over {law.over!r}: no such binary op",
+                     "name a registered binary op")
+                continue
+            for binding in op.bindings():
+                if not law.applies(op.binding_map(binding)):
+                    continue
+                t = op.output_type(binding)
+                try:
+                    ok = other.signature.bind([t, t])[1] is t
+                except SignatureError:
+                    ok = False
+                if not ok:
+                    fail(op, "R014", "laws.over", f"distributive over {law.over}: it does not map two {t} values "
+                         f"to a {t}", "name an op of the same type, or restrict the law with when = {...}")
+                    break
 
     # compose cycles: op -> ops its compose calls
     calls = {op.id: _called_ops(op.compose) for op in ops.values() if op.compose is not None}

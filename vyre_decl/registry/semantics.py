@@ -15,17 +15,30 @@ import numpy as np
 
 from ..ir.types import DataType
 
-__all__ = ["UFUNCS", "KERNELS", "Kernel", "ufunc"]
+__all__ = ["UFUNCS", "UFUNC_KINDS", "KERNELS", "KERNEL_KINDS", "Kernel", "ufunc"]
 
 Kernel = Callable[..., np.ndarray]
 
-# numpy ufuncs an op file may name. Each must follow the semantics table for the types the op
-# uses it for (e.g. `add` wraps for fixed-width integers and is IEEE for floats).
-UFUNCS: Final = frozenset(
-    """add subtract multiply divide true_divide negative positive absolute bitwise_and bitwise_or
-    bitwise_xor invert equal not_equal less less_equal greater greater_equal logical_and
-    logical_or logical_xor logical_not minimum maximum sqrt floor ceil rint trunc copysign""".split()
-)
+_ALL = frozenset({"bool", "uint", "int", "float"})
+_NUM = frozenset({"uint", "int", "float"})
+_INT = frozenset({"uint", "int"})
+_BITS = frozenset({"bool", "uint", "int"})
+_FLOAT = frozenset({"float"})
+_BOOL = frozenset({"bool"})
+
+# numpy ufuncs an op file may name, with the kinds of operands for which each one follows the
+# semantics table (e.g. `add` wraps for fixed-width integers and is IEEE for floats; `minimum`
+# propagates NaN, which the table forbids for floats, so it is for integers only).
+UFUNC_KINDS: Final[Mapping[str, frozenset[str]]] = {
+    **dict.fromkeys(("add", "subtract", "multiply", "negative", "positive", "absolute"), _NUM),
+    **dict.fromkeys(("divide", "true_divide", "sqrt", "floor", "ceil", "rint", "trunc", "copysign"), _FLOAT),
+    **dict.fromkeys(("bitwise_and", "bitwise_or", "bitwise_xor", "invert"), _BITS),
+    **dict.fromkeys(("equal", "not_equal"), _ALL),
+    **dict.fromkeys(("less", "less_equal", "greater", "greater_equal"), _NUM),
+    **dict.fromkeys(("logical_and", "logical_or", "logical_xor", "logical_not"), _BOOL),
+    **dict.fromkeys(("minimum", "maximum"), _INT),
+}
+UFUNCS: Final = frozenset(UFUNC_KINDS)
 
 
 def ufunc(name: str) -> np.ufunc:
@@ -195,6 +208,13 @@ def cast(args: Sequence[np.ndarray], *, out: DataType, **_: object) -> np.ndarra
         return result
     return x.astype(target)
 
+
+# the operand kinds each kernel implements
+KERNEL_KINDS: Final[Mapping[str, frozenset[str]]] = {
+    **dict.fromkeys(("int_div", "int_mod", "shl", "shr", "rotl", "rotr", "popcount", "clz", "ctz", "reverse_bits"), _INT),
+    **dict.fromkeys(("float_min", "float_max"), _FLOAT),
+    "cast": _ALL,
+}
 
 KERNELS: Final[Mapping[str, Kernel]] = {
     "int_div": int_div,
