@@ -513,7 +513,8 @@ class CudaGraph:
 
 
 _COUNTERS = ("launches", "graph_launches", "bytes_h2d", "bytes_d2h", "syncs", "ptx_memory_hits", "ptx_disk_hits",
-             "cubin_disk_hits", "module_hits", "jit_compiles", "jit_ms", "allocations", "pool_hits", "dispatches")
+             "cubin_disk_hits", "module_hits", "jit_compiles", "jit_ms", "load_us", "allocations", "pool_hits",
+             "dispatches")
 
 
 class CudaBackend:
@@ -710,9 +711,11 @@ class CudaBackend:
             self.counters["jit_compiles"] += 1
             self.counters["jit_ms"] += int((time.perf_counter() - t0) * 1000)
             self._cubin_disk.put(key, cubin)
+        t0 = time.perf_counter()
         mod = cu.load_cubin(cubin)
         fn = c_void_p()
         cu.call("cuModuleGetFunction", byref(fn), mod, module.entry.encode())
+        self.counters["load_us"] += int((time.perf_counter() - t0) * 1e6)
         return mod, fn
 
     # --- dispatch (numpy)
