@@ -22,7 +22,7 @@ from vyre_decl.conform.witnesses import random_bits, witnesses
 from vyre_decl.ir import VyreError, parse_program
 from vyre_decl.registry import default_registry
 
-from oneop import one_op_program
+from vyre_decl.conform.oneop import one_op_program
 
 ROOT = Path(__file__).resolve().parent.parent
 HAVE_GPU = cuda_available()

@@ -16,7 +16,7 @@ from vyre_decl.emit import EMITTER_CONTRACT, assemble, choose_target, emit, find
 from vyre_decl.ir import VyreError, parse_program
 from vyre_decl.registry import default_registry, load
 
-from oneop import one_op_program
+from vyre_decl.conform.oneop import one_op_program
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS = ("sm_80", "sm_90")

@@ -13,7 +13,7 @@ from vyre_decl.ir import DataType
 from vyre_decl.reference.interpreter import op_function
 from vyre_decl.registry import default_registry
 
-from oneop import one_op_program
+from vyre_decl.conform.oneop import one_op_program
 
 REG = default_registry()
 KAT_CASES = [(op.id, i) for op in REG for i in range(len(op.kats))]

@@ -7,7 +7,6 @@ Values are compared bit-exactly, except that all NaNs are equal.
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -41,13 +40,16 @@ class LawResult:
         return f"{self.op} [{types}] {self.law}: FAILS, e.g. {self.counterexample}"
 
 
-def _tuples(samples: list[int], arity: int, limit: int) -> list[tuple[int, ...]]:
-    combos = list(itertools.product(samples, repeat=arity))
-    if len(combos) > limit:
-        rng = np.random.default_rng(arity)
-        pick = rng.choice(len(combos), size=limit, replace=False)
-        combos = [combos[i] for i in sorted(pick)]
-    return combos
+def _columns(samples: list[int], arity: int, limit: int, seed: int) -> list[list[int]]:
+    """Every ``arity``-tuple of ``samples`` (as columns) or, past ``limit`` tuples, a seeded random
+    choice of ``limit`` of them."""
+    n = len(samples)
+    if n**arity <= limit:
+        idx = np.indices((n,) * arity).reshape(arity, -1)
+    else:
+        idx = np.random.default_rng(seed).integers(0, n, (arity, limit))
+    pool = np.array(samples, dtype=object)
+    return [pool[row].tolist() for row in idx]
 
 
 def check_laws(
@@ -76,7 +78,7 @@ def _check(op: OpDef, binding: Binding, law: LawDef, t: DataType, evaluate: Eval
     kind = law.law
     unary = len(op.signature.inputs) == 1
     arity = 3 if kind in ("associative", "distributive") else 2 if kind == "commutative" else 1
-    cols = list(zip(*_tuples(samples, arity, limit)))
+    cols = _columns(samples, arity, limit, arity)
     xs = [from_bits(t, list(c)) for c in cols]
     n = len(xs[0])
     checks: list[tuple[str, np.ndarray, np.ndarray]] = []  # (equation, left, right)

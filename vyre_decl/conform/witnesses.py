@@ -12,7 +12,7 @@ import numpy as np
 
 from ..ir.types import DataType
 
-__all__ = ["witnesses", "random_bits"]
+__all__ = ["witnesses", "random_bits", "sweep"]
 
 
 def _f32(x: float) -> int:
@@ -77,3 +77,39 @@ def random_bits(t: DataType, n: int, rng: np.random.Generator) -> list[int]:
         small = rng.integers(-300, 300, n // 2)
         vals[: n // 2] = [int(v) & t.mask for v in small]
     return vals
+
+
+def _minifloat(t: DataType) -> np.ndarray:
+    """256 float bit patterns decoded from every 8-bit IEEE-style minifloat (1 sign, 4 exponent,
+    3 mantissa bits): ±0, subnormals, normals from 2^-6 to 2^8, ±inf and NaNs."""
+    b = np.arange(256, dtype=np.uint64)
+    sign, exp, man = b >> 7, (b >> 3) & 15, b & 7
+    width = 32 if t is DataType.F32 else 64
+    frac, bias = (23, 127) if t is DataType.F32 else (52, 1023)
+    top = np.uint64(width - 1)
+    normal = (sign << top) | ((exp - 7 + bias).astype(np.uint64) << np.uint64(frac)) | (man << np.uint64(frac - 3))
+    tiny = (sign << top) | man  # zero and subnormals
+    special = (sign << top) | (np.uint64((1 << (width - 1 - frac)) - 1) << np.uint64(frac)) | man  # inf, NaN
+    return np.where(exp == 0, tiny, np.where(exp == 15, special, normal))
+
+
+def sweep(t: DataType, arity: int) -> list[np.ndarray]:
+    """Exhaustive small-domain cases for an op of ``arity`` operands of type ``t`` (columns of bit
+    patterns): bool — every combination; integers — every 8-bit value (signed: -128..127), every
+    pair for binary ops; floats — every bf16-grid pattern (unary) or every pair of 8-bit minifloats
+    (binary). Three-operand ops take a 32-value slice of the same domain."""
+    if t is DataType.BOOL:
+        base = np.arange(2, dtype=np.uint64)
+    elif t.is_int:
+        lo = -128 if t.is_signed else 0
+        base = (np.arange(lo, lo + 256, dtype=np.int64) & t.mask).astype(np.uint64) if t.bits < 64 else \
+            np.array([v & t.mask for v in range(lo, lo + 256)], dtype=np.uint64)
+    elif arity == 1:
+        shift = np.uint64(16 if t is DataType.F32 else 48)
+        return [np.arange(1 << 16, dtype=np.uint64) << shift]
+    else:
+        base = _minifloat(t)
+    if arity >= 3:
+        base = base[:: max(1, len(base) // 32)][:32]
+    grids = np.meshgrid(*([base] * arity), indexing="ij")
+    return [g.reshape(-1) for g in grids]

@@ -1,13 +1,18 @@
-"""One-op programs: a kernel computing a single op for one type binding, elementwise."""
+"""One-op programs: a kernel computing a single op for one type binding, elementwise (how the
+conformance runner puts one op on a backend)."""
 
 from __future__ import annotations
 
 import re
 
-from vyre_decl.ir import Access, Atomic, BufferDecl, Id, IdKind, Let, Lit, Load, Op, Program, Store, Var
+from ..ir.nodes import Access, Atomic, BufferDecl, Id, IdKind, Let, Lit, Load, Op, Program, Store, Var
+from ..ir.signature import Binding
+from ..registry.model import OpDef
+
+__all__ = ["one_op_program"]
 
 
-def one_op_program(op, binding, attrs: tuple[tuple[str, int], ...] = ()) -> Program:
+def one_op_program(op: OpDef, binding: Binding, attrs: tuple[tuple[str, int], ...] = ()) -> Program:
     """out[i] = op(in0[i], in1[i], ...); for an atomic op, out[i] = atomic op(in0[i], in1[i], ...)
     (so in0 ends holding the new values and out the old ones)."""
     ins = op.input_types(binding)

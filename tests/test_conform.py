@@ -1,0 +1,176 @@
+"""The conformance runner on the reference backend: a whole run, planted registry errors, a
+buggy backend caught with a minimised counterexample, shards that merge into the unsharded
+certificate, replay capsules, worker isolation, and usage errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vyre_decl.backends.reference import ReferenceBackend
+from vyre_decl.conform.certificate import content
+from vyre_decl.conform.cli import main
+from vyre_decl.conform.corpus import load_corpus
+from vyre_decl.conform.isolation import CaseError, InProcessRunner, IsolatedRunner
+from vyre_decl.conform.runner import Conformance, select_units
+from vyre_decl.registry import default_registry
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def run_cli(*args: str) -> int:
+    return main(list(args))
+
+
+def test_whole_run_on_the_reference(tmp_path, capsys):
+    out = tmp_path / "cert.json"
+    assert run_cli("--out", str(out), "--quiet") == 0
+    captured = capsys.readouterr()
+    assert "no GPU backend was found" in captured.err
+    assert "PASS" in captured.out and "programs (" in captured.out
+    cert = json.loads(out.read_text())
+    for key in ("schema", "vyre_decl_version", "backend", "registry_fingerprint", "corpus_fingerprint", "seed",
+                "started", "finished", "summary", "ops", "programs"):
+        assert key in cert, key
+    for key in ("id", "version", "device", "compute_capability", "driver_version", "ptx_target"):
+        assert key in cert["backend"], key
+    assert cert["backend"]["id"] == "reference" and cert["registry_fingerprint"] == default_registry().fingerprint
+    assert len(cert["ops"]) == sum(len(op.bindings()) for op in default_registry())
+    assert len(cert["programs"]) >= 40
+    add = cert["ops"]["primitive.math.add[u32]"]
+    assert add["verdict"] == "pass" and add["cases"] > 65536 and add["laws_checked"] >= 6 and add["failed"] == 0
+    assert cert["summary"]["verdict"] == "pass" and cert["summary"]["laws_checked"] > 600
+
+
+def test_planted_registry_errors_are_caught_with_their_kind(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("VYRE_DECL_OPS_PATH", str(FIXTURES / "planted_ops"))
+    out = tmp_path / "cert.json"
+    assert run_cli("--dialect", "planted", "--out", str(out), "--quiet") == 1
+    cert = json.loads(out.read_text())
+    kinds = {k: {f["kind"] for f in e["failures"]} for k, e in cert["ops"].items()}
+    assert kinds["planted.wrong_kat[u32]"] == {"kat"}
+    assert kinds["planted.wrong_law[u32]"] == {"law"}
+    assert "reference" in kinds["planted.wrong_reference[u32]"]
+    kat = cert["ops"]["planted.wrong_kat[u32]"]["failures"][0]
+    assert kat["details"]["inputs"]["a"]["dec"] == "2" and kat["details"]["known_answer"]["dec"] == "5"
+    assert kat["details"]["reference"]["hex"] == "0x00000004"
+    law = cert["ops"]["planted.wrong_law[u32]"]["failures"][0]
+    assert law["details"]["equation"] == "f(a,b) = f(b,a)" and "a" in law["details"] and "fails for" in law["message"]
+    text = capsys.readouterr().out
+    assert "[kat]" in text and "[law]" in text and "[reference]" in text and "replay:" in text
+
+
+class _Buggy:
+    """The reference backend, except that one op's u32 results are wrong for some inputs and one
+    corpus program's output is wrong at one index."""
+
+    name = "buggy"
+    capabilities = frozenset()
+
+    def __init__(self) -> None:
+        self.inner = ReferenceBackend()
+
+    def dispatch(self, program, inputs, config=None):
+        outs = self.inner.dispatch(program, inputs, config)
+        if program.name == "primitive_math_add_u32":
+            a = np.asarray(inputs[0])
+            outs[0] = np.where((a & 0xF0) == 0x70, outs[0] ^ np.uint32(1), outs[0])
+        if program.name == "vadd_u32" and outs[0].size > 5:
+            outs[0] = outs[0].copy()
+            outs[0][5] ^= 1
+        return outs
+
+
+def test_a_backend_bug_is_reported_with_a_minimised_counterexample(tmp_path):
+    reg = default_registry()
+    conf = Conformance(InProcessRunner(_Buggy()), reg, capsule_dir=tmp_path)
+    units = {u.key: u for u in select_units(reg, load_corpus(), ops=["primitive.math.add"])}
+    r = conf.run(units["op:primitive.math.add[u32]"])
+    assert r.verdict == "fail" and r.failed > 0
+    f = r.failures[0]
+    assert f.kind == "backend"
+    assert f.details["inputs"]["a"]["dec"] == "112" and f.details["inputs"]["b"]["dec"] == "0"  # 0x70, shrunk
+    assert f.details["expected"]["dec"] == "112" and f.details["actual"]["dec"] == "113"
+    assert Path(f.capsule).is_file()
+    r = conf.run(units["program:01_vadd_u32@1000"])
+    f = r.failures[0]
+    assert f.kind == "backend" and f.details["buffer"] == "out" and f.details["index"] == 5
+    assert f.details["shrunk_to"][0] < 1000 and Path(f.capsule).is_file()
+    assert main(["replay", f.capsule, "--backend", "reference"]) == 0  # the reference itself is right
+
+
+def test_shards_merge_into_the_unsharded_certificate(tmp_path):
+    base = ["--ops", "primitive.math.*", "--ops", "primitive.logical.*", "--programs", str(Path(load_corpus()[0].path).parent),
+            "--cases", "50", "--quiet"]
+    assert run_cli(*base, "--out", str(tmp_path / "all.json")) == 0
+    for i in range(3):
+        assert run_cli(*base, "--shard", f"{i}/3", "--out", str(tmp_path / f"s{i}.json")) == 0
+    assert run_cli("merge", str(tmp_path / "merged.json"), *(str(tmp_path / f"s{i}.json") for i in range(3))) == 0
+    whole = json.loads((tmp_path / "all.json").read_text())
+    merged = json.loads((tmp_path / "merged.json").read_text())
+    assert content(merged) == content(whole)
+    assert run_cli("merge", str(tmp_path / "m2.json"), str(tmp_path / "s0.json"), str(tmp_path / "s0.json")) == 2
+
+
+def test_merge_refuses_shards_of_different_runs(tmp_path):
+    for seed in ("1", "2"):
+        assert run_cli("--ops", "primitive.logical.not", "--cases", "10", "--seed", seed, "--quiet",
+                       "--out", str(tmp_path / f"{seed}.json")) == 0
+    assert run_cli("merge", str(tmp_path / "m.json"), str(tmp_path / "1.json"), str(tmp_path / "2.json")) == 2
+
+
+PLUGIN = """
+    import os
+    from vyre_decl.backends import BackendInfo
+    from vyre_decl.backends.reference import ReferenceBackend
+
+    class Crashy(ReferenceBackend):
+        name = "crashy"
+
+        def dispatch(self, program, inputs, config=None):
+            if program.name == "crash":
+                os._exit(3)
+            return super().dispatch(program, inputs, config)
+
+    INFO = BackendInfo("crashy", Crashy, precedence=-10, source="test plugin")
+"""
+
+
+def test_a_worker_that_dies_is_replaced_and_the_run_goes_on(tmp_path, monkeypatch):
+    dist = tmp_path / "crashy-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: crashy\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[vyre_decl.backends]\ncrashy = crashy_backend:INFO\n")
+    (tmp_path / "crashy_backend.py").write_text(textwrap.dedent(PLUGIN))
+    root = str(Path(__file__).resolve().parent.parent)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), root]))
+    monkeypatch.syspath_prepend(str(tmp_path))  # spawned workers start from the parent's sys.path
+    from vyre_decl.ir import parse_program
+
+    ok = parse_program("program fine workgroup(4, 1, 1) { buffer o: write u32[4] @0\n o[gid.x] = gid.x }")
+    crash = parse_program("program crash workgroup(4, 1, 1) { buffer o: write u32[4] @0\n o[gid.x] = 1u32 }")
+    runner = IsolatedRunner("crashy", timeout=60)
+    try:
+        assert runner.run(ok, [], None)[0].tolist() == [0, 1, 2, 3]
+        with pytest.raises(CaseError) as info:
+            runner.run(crash, [], None)
+        assert info.value.fault and "died" in str(info.value)
+        assert runner.run(ok, [], None)[0].tolist() == [0, 1, 2, 3] and runner.restarts == 1
+    finally:
+        runner.close()
+
+
+def test_usage_errors_exit_2(capsys):
+    assert run_cli("--shard", "3/2") == 2
+    assert run_cli("--backend", "nope") == 2
+    from vyre_decl.backends.cuda import cuda_available
+
+    if not cuda_available():
+        assert run_cli("--backend", "cuda") == 2
+    assert run_cli("--programs", "/no/such/dir") == 2
+    assert "Fix:" in capsys.readouterr().err

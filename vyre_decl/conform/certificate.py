@@ -1,0 +1,130 @@
+"""Certificates: the JSON record of a conformance run, and merging the certificates of shards.
+
+A certificate names what was certified (backend, device, driver, PTX target), against what (the
+registry fingerprint — a hash of every op file's bytes — and the corpus fingerprint), how (seed,
+random cases per op), and the result of every op x type and every program. Timing fields aside,
+merging the shards of a run gives exactly the certificate of the unsharded run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from typing import Any, Iterable, Mapping
+
+from .corpus import CorpusProgram
+from .runner import UnitResult
+
+__all__ = ["SCHEMA", "build", "merge", "content", "corpus_fingerprint", "CertificateError"]
+
+SCHEMA = "vyre_decl.certificate/1"
+_VOLATILE = ("started", "finished", "elapsed_s", "shard")
+
+
+class CertificateError(ValueError):
+    pass
+
+
+def corpus_fingerprint(corpus: Iterable[CorpusProgram]) -> str:
+    h = hashlib.sha256()
+    for entry in sorted(corpus, key=lambda c: c.name):
+        h.update(entry.name.encode() + b"\0" + entry.path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _entry(r: UnitResult) -> dict[str, Any]:
+    return {
+        "cases": r.cases,
+        "passed": r.passed,
+        "failed": r.failed,
+        "laws_checked": r.laws_checked,
+        "laws_failed": r.laws_failed,
+        "kats": r.kats,
+        "verdict": r.verdict,
+        "failures": [f.as_dict() for f in r.failures],
+    }
+
+
+def _program_totals(runs: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    ordered = dict(sorted(runs.items(), key=lambda kv: int(kv[0])))
+    return {
+        "cases": sum(r["cases"] for r in ordered.values()),
+        "passed": sum(r["passed"] for r in ordered.values()),
+        "failed": sum(r["failed"] for r in ordered.values()),
+        "verdict": "fail" if any(r["verdict"] == "fail" for r in ordered.values()) else "pass",
+        "runs": ordered,
+    }
+
+
+def _summary(ops: Mapping[str, Any], programs: Mapping[str, Any]) -> dict[str, Any]:
+    kinds: Counter[str] = Counter()
+    for entry in list(ops.values()) + [r for p in programs.values() for r in p["runs"].values()]:
+        kinds.update(f["kind"] for f in entry["failures"])
+    everything = list(ops.values()) + list(programs.values())
+    return {
+        "op_types": len(ops),
+        "op_types_passed": sum(e["verdict"] == "pass" for e in ops.values()),
+        "programs": len(programs),
+        "programs_passed": sum(e["verdict"] == "pass" for e in programs.values()),
+        "cases": sum(e["cases"] for e in everything),
+        "failed_cases": sum(e["failed"] for e in everything),
+        "laws_checked": sum(e["laws_checked"] for e in ops.values()),
+        "laws_failed": sum(e["laws_failed"] for e in ops.values()),
+        "failures_by_kind": dict(sorted(kinds.items())),
+        "verdict": "fail" if any(e["verdict"] == "fail" for e in everything) else "pass",
+    }
+
+
+def build(header: Mapping[str, Any], results: Mapping[str, UnitResult]) -> dict[str, Any]:
+    """A certificate from the run's header fields and its unit results."""
+    ops: dict[str, Any] = {}
+    runs: dict[str, dict[str, Any]] = {}
+    for key, r in results.items():
+        kind, _, name = key.partition(":")
+        if kind == "op":
+            ops[name] = _entry(r)
+        else:
+            program, _, size = name.rpartition("@")
+            runs.setdefault(program, {})[size] = _entry(r)
+    programs = {name: _program_totals(r) for name, r in sorted(runs.items())}
+    ops = dict(sorted(ops.items()))
+    return {"schema": SCHEMA, **header, "summary": _summary(ops, programs), "ops": ops, "programs": programs}
+
+
+def content(cert: Mapping[str, Any]) -> dict[str, Any]:
+    """The certificate without its timing and shard fields (what merging must reproduce)."""
+    return {k: v for k, v in cert.items() if k not in _VOLATILE}
+
+
+def merge(certs: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """One certificate from the certificates of a run's shards."""
+    if not certs:
+        raise CertificateError("no certificates to merge. Fix: pass the shard certificates")
+    same = ("schema", "vyre_decl_version", "backend", "registry_fingerprint", "corpus_fingerprint", "seed",
+            "cases_per_op", "selection")
+    first = certs[0]
+    for other in certs[1:]:
+        for k in same:
+            if other.get(k) != first.get(k):
+                raise CertificateError(f"the shards disagree on {k!r}: {first.get(k)!r} vs {other.get(k)!r}. "
+                                       "Fix: merge shards of one run (same backend, registry, corpus, seed and cases)")
+    ops: dict[str, Any] = {}
+    runs: dict[str, dict[str, Any]] = {}
+    for cert in certs:
+        for name, entry in cert["ops"].items():
+            if name in ops:
+                raise CertificateError(f"{name} appears in two shards. Fix: merge each shard once")
+            ops[name] = entry
+        for name, prog in cert["programs"].items():
+            for size, entry in prog["runs"].items():
+                if size in runs.setdefault(name, {}):
+                    raise CertificateError(f"program {name} size {size} appears in two shards. Fix: merge each shard once")
+                runs[name][size] = entry
+    programs = {name: _program_totals(r) for name, r in sorted(runs.items())}
+    ops = dict(sorted(ops.items()))
+    header = {k: first[k] for k in first if k not in ("summary", "ops", "programs")}
+    header["started"] = min(c["started"] for c in certs)
+    header["finished"] = max(c["finished"] for c in certs)
+    header["elapsed_s"] = round(sum(c.get("elapsed_s", 0.0) for c in certs), 3)
+    header["shard"] = f"merged from {len(certs)} shard(s)"
+    return {**header, "summary": _summary(ops, programs), "ops": ops, "programs": programs}

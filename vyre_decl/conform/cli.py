@@ -1,0 +1,279 @@
+"""``python -m vyre_decl.conform``: certify a backend against the reference.
+
+    python -m vyre_decl.conform [--backend auto|cuda|reference|NAME] [--ops GLOB ...] [--dialect NAME ...]
+                                [--programs DIR] [--seed N] [--cases N] [--shard I/N] [--out cert.json]
+                                [--capsules DIR] [--json] [--quiet]
+    python -m vyre_decl.conform merge OUT SHARD.json ...
+    python -m vyre_decl.conform replay CAPSULE.json [--backend NAME]
+
+Exit status: 0 when everything passed, 1 on any failure, 2 on usage or environment errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import defaultdict
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Sequence
+
+__all__ = ["main"]
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _err(msg: str) -> int:
+    print(f"error: {msg}", file=sys.stderr)
+    return 2
+
+
+class _UsageError(Exception):
+    pass
+
+
+def _pick_backend(name: str) -> tuple[str, str | None]:
+    """(backend name, a note to print); _UsageError when it cannot run here."""
+    from ..backends import backends
+
+    infos = {b.name: b for b in backends()}
+    if name == "auto":
+        for info in backends():
+            if info.is_available():
+                note = None if info.name != "reference" else \
+                    "no GPU backend was found on this machine: certifying the reference backend"
+                return info.name, note
+        return "reference", None
+    if name not in infos:
+        raise _UsageError(f"no backend named {name!r}. Fix: use one of auto, {', '.join(infos)}")
+    if not infos[name].is_available():
+        raise _UsageError(f"backend {name!r} is not available on this machine (no GPU or driver?). "
+                          "Fix: run where it is available, or use --backend reference")
+    return name, None
+
+
+def _table(cert: dict[str, Any]) -> str:
+    b = cert["backend"]
+    lines = [f"vyre_decl conformance: backend {b['id']} on {b['device']}"
+             + (f", cc {b['compute_capability']}, driver {b['driver_version']}, {b['ptx_target']}" if b.get("ptx_target") else ""),
+             f"registry {cert['registry_fingerprint'][:16]}  corpus {(cert['corpus_fingerprint'] or '-')[:16]}  "
+             f"seed {cert['seed']}  "
+             f"random cases per op x type {cert['cases_per_op']}  shard {cert['shard']}", ""]
+    rows = [("", "op x types", "cases", "failed", "laws", "result")]
+    by_dialect: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
+    for key, entry in cert["ops"].items():
+        by_dialect[key.rsplit(".", 1)[0]].append((key, entry))
+    for dialect, entries in sorted(by_dialect.items()):
+        ok = sum(e["verdict"] == "pass" for _, e in entries)
+        rows.append((dialect, f"{ok}/{len(entries)}", f"{sum(e['cases'] for _, e in entries):,}",
+                     f"{sum(e['failed'] for _, e in entries):,}", f"{sum(e['laws_checked'] for _, e in entries):,}",
+                     "pass" if ok == len(entries) else "FAIL"))
+    progs = cert["programs"]
+    if progs:
+        ok = sum(p["verdict"] == "pass" for p in progs.values())
+        runs = sum(len(p["runs"]) for p in progs.values())
+        rows.append((f"programs ({runs} runs)", f"{ok}/{len(progs)}", f"{sum(p['cases'] for p in progs.values()):,}",
+                     f"{sum(p['failed'] for p in progs.values()):,}", "-", "pass" if ok == len(progs) else "FAIL"))
+    widths = [max(len(r[i]) for r in rows) for i in range(6)]
+    for r in rows:
+        lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
+    failures = [(k, f) for k, e in cert["ops"].items() for f in e["failures"]]
+    failures += [(f"{k}@{size}", f) for k, p in progs.items() for size, r in p["runs"].items() for f in r["failures"]]
+    if failures:
+        lines += ["", f"failures ({len(failures)}):"]
+        for key, f in failures[:40]:
+            lines.append(f"  [{f['kind']}] {key}: {f['message']}")
+            if f.get("capsule"):
+                lines.append(f"      replay: python -m vyre_decl.conform replay {f['capsule']}")
+        if len(failures) > 40:
+            lines.append(f"  ... and {len(failures) - 40} more (see the certificate)")
+    s = cert["summary"]
+    lines += ["", f"{s['op_types']} op x types ({s['op_types_passed']} pass), {s['programs']} programs "
+              f"({s['programs_passed']} pass), {s['cases']:,} cases ({s['failed_cases']:,} failed), "
+              f"{s['laws_checked']:,} law checks ({s['laws_failed']} failed): {s['verdict'].upper()} "
+              f"in {cert.get('elapsed_s', 0):.1f} s"]
+    return "\n".join(lines)
+
+
+def _run(argv: Sequence[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m vyre_decl.conform",
+                                 description="Certify a backend against the reference semantics.")
+    ap.add_argument("--backend", default="auto", help="auto (default), cuda, reference or a registered backend")
+    ap.add_argument("--ops", action="append", default=[], metavar="GLOB", help="only ops whose id matches (repeatable)")
+    ap.add_argument("--dialect", action="append", default=[], help="only ops of this dialect (repeatable)")
+    ap.add_argument("--programs", metavar="DIR", help="program corpus directory (default: the shipped corpus; "
+                    "with --ops/--dialect programs run only when this is given)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--cases", type=int, default=1000, help="random cases per op x type (default 1000)")
+    ap.add_argument("--shard", default="0/1", metavar="I/N", help="run the I-th of N shards (0-based)")
+    ap.add_argument("--out", default="vyre-certificate.json", help="certificate path (default vyre-certificate.json)")
+    ap.add_argument("--capsules", help="directory for replay capsules (default: next to the certificate)")
+    ap.add_argument("--json", action="store_true", help="print the certificate on stdout instead of the table")
+    ap.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    args = ap.parse_args(argv)
+    try:
+        index, count = (int(x) for x in args.shard.split("/"))
+        if not 0 <= index < count:
+            raise ValueError
+    except ValueError:
+        return _err(f"bad --shard {args.shard!r}. Fix: write I/N with 0 <= I < N, e.g. 0/4")
+    if args.cases < 0:
+        return _err("--cases must be >= 0")
+
+    from .. import __version__
+    from ..registry import default_registry
+    from .certificate import build, corpus_fingerprint
+    from .corpus import corpus_dir, load_corpus
+    from .isolation import CaseError, make_runner
+    from .runner import Conformance, run_units, select_units
+
+    registry = default_registry()
+    if registry.errors:
+        for d in registry.errors:
+            print(d, file=sys.stderr)
+        print("warning: some op files were rejected (see above); their ops are not certified", file=sys.stderr)
+    programs_dir = Path(args.programs) if args.programs else corpus_dir()
+    if not programs_dir.is_dir():
+        return _err(f"no program directory {programs_dir}. Fix: pass an existing --programs DIR")
+    try:
+        corpus = load_corpus(programs_dir)
+    except Exception as exc:  # noqa: BLE001 - a corpus that does not parse is a usage error
+        return _err(f"cannot read the program corpus: {exc}")
+    with_programs = bool(args.programs) or not (args.ops or args.dialect)
+    units = select_units(registry, corpus, args.ops, args.dialect, with_programs)
+    if not units:
+        return _err("nothing selected. Fix: check --ops/--dialect")
+    mine = [u for i, u in enumerate(units) if i % count == index]
+    try:
+        name, note = _pick_backend(args.backend)
+    except _UsageError as exc:
+        return _err(str(exc))
+    progress = (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
+    if note:
+        print(note, file=sys.stderr)
+    out = Path(args.out)
+    capsules = Path(args.capsules) if args.capsules else out.with_name(out.stem + "-capsules")
+    try:
+        runner = make_runner(name)
+    except CaseError as err:
+        return _err(f"cannot start the {name} backend: {err}")
+    started, t0 = _now(), time.perf_counter()
+    try:
+        conf = Conformance(runner, registry, seed=args.seed, cases=args.cases, capsule_dir=capsules)
+        progress(f"certifying {name} ({runner.info.get('device')}): {len(mine)} of {len(units)} units "
+                 f"(shard {index}/{count}), seed {args.seed}")
+        results = run_units(conf, mine, len(mine), progress)
+    finally:
+        runner.close()
+    header = {
+        "vyre_decl_version": __version__,
+        "backend": runner.info,
+        "registry_fingerprint": registry.fingerprint,
+        "corpus_fingerprint": corpus_fingerprint(corpus) if with_programs else None,
+        "seed": args.seed,
+        "cases_per_op": args.cases,
+        "selection": {"ops": sorted(args.ops), "dialects": sorted(args.dialect), "programs": with_programs},
+        "shard": f"{index}/{count}",
+        "started": started,
+        "finished": _now(),
+        "elapsed_s": round(time.perf_counter() - t0, 3),
+    }
+    cert = build(header, results)
+    out.write_text(json.dumps(cert, indent=1))
+    if args.json:
+        print(json.dumps(cert, indent=1))
+    else:
+        print(_table(cert))
+        print(f"certificate: {out}")
+    return 0 if cert["summary"]["verdict"] == "pass" else 1
+
+
+def _merge(argv: Sequence[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m vyre_decl.conform merge")
+    ap.add_argument("out")
+    ap.add_argument("shards", nargs="+")
+    args = ap.parse_args(argv)
+    from .certificate import CertificateError, merge
+
+    try:
+        certs = [json.loads(Path(p).read_text()) for p in args.shards]
+        cert = merge(certs)
+    except (OSError, json.JSONDecodeError, KeyError) as exc:
+        return _err(f"cannot read the shard certificates: {exc}")
+    except CertificateError as exc:
+        return _err(str(exc))
+    Path(args.out).write_text(json.dumps(cert, indent=1))
+    print(_table(cert))
+    print(f"certificate: {args.out}")
+    return 0 if cert["summary"]["verdict"] == "pass" else 1
+
+
+def _replay(argv: Sequence[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m vyre_decl.conform replay")
+    ap.add_argument("capsule")
+    ap.add_argument("--backend", help="backend to replay on (default: the capsule's)")
+    args = ap.parse_args(argv)
+    import numpy as np
+
+    from ..backends.reference import ReferenceBackend
+    from ..backends.config import DispatchConfig
+    from .capsule import read_capsule
+    from .isolation import CaseError, make_runner
+    from .values import buffer_mismatches
+
+    try:
+        program, inputs, grid, data = read_capsule(Path(args.capsule))
+    except (OSError, ValueError, KeyError) as exc:
+        return _err(f"cannot read {args.capsule}: {exc}")
+    try:
+        name, _ = _pick_backend(args.backend or data.get("backend", "auto"))
+    except _UsageError as exc:
+        return _err(str(exc))
+    print(f"replaying {data.get('unit')} ({data.get('note', '')}) on {name}, seed {data.get('seed')}")
+    expected = ReferenceBackend().dispatch(program, inputs, DispatchConfig(grid=grid))
+    runner = make_runner(name)
+    try:
+        actual = runner.run(program, inputs, grid)
+    except CaseError as err:
+        print(f"the backend failed: {err}")
+        return 1
+    finally:
+        runner.close()
+    failed = False
+    from ..backends.hostio import host_output
+
+    for decl, want in zip(program.outputs, data["expect_arrays"]):  # a known-answer capsule
+        want = host_output(decl, want)
+        ref_out = expected[program.outputs.index(decl)]
+        got = actual[program.outputs.index(decl)]
+        for who, arr in (("reference", ref_out), ("backend", got)):
+            bad = buffer_mismatches(decl.dtype, want, arr)
+            print(f"  {decl.name}: the {who} {'differs from' if bad.size else 'meets'} the known answer "
+                  f"{want.tolist()} (gives {arr.tolist()})")
+            failed |= bool(bad.size)
+    for decl, e, a in zip(program.outputs, expected, actual):
+        bad = buffer_mismatches(decl.dtype, e, a)
+        if not bad.size:
+            print(f"  {decl.name}: {e.size} elements match")
+            continue
+        failed = True
+        print(f"  {decl.name}: {bad.size} of {e.size} elements differ")
+        for i in bad[:8]:
+            ev, av = (e[i] if i < e.size else None), (a[i] if i < a.size else None)
+            hexof = lambda v: v.tobytes()[::-1].hex() if isinstance(v, np.generic) else "-"  # noqa: E731
+            print(f"    [{i}] reference {ev!r} (0x{hexof(ev)}), backend {av!r} (0x{hexof(av)})")
+    print("FAIL: still differs" if failed else "PASS: the backend now matches the reference")
+    return 1 if failed else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "merge":
+        return _merge(args[1:])
+    if args and args[0] == "replay":
+        return _replay(args[1:])
+    return _run(args)

@@ -1,0 +1,412 @@
+"""The conformance runner: every op x type and every corpus program, on a backend, against the
+reference; the results become a certificate.
+
+Work is cut into units, each deterministic given the seed and its key: an op unit
+(``op:primitive.math.add[u32]``) runs boundary witnesses, an exhaustive small-domain sweep and
+seeded random cases in one dispatch, then the op's known-answer tests, then every declared law
+on the reference and on the backend; a program unit (``program:16_workgroup_scan@1000``) runs a
+corpus program on seeded random inputs of one size. Sharding takes every N-th unit, so shards
+merge into exactly the certificate of an unsharded run.
+
+Failure kinds: ``backend`` (the backend differs from the reference), ``backend-law`` (a law holds
+on the reference but not on the backend), ``error`` (the backend could not run the case: a GPU
+fault, a JIT error, ...), and the registry errors ``law`` (a declared law fails on the
+reference), ``kat`` (a known answer disagrees with a reference that satisfies the op's laws: the
+KAT is wrong) and ``reference`` (the reference disagrees with the known answers — the backend
+meets them, or the reference also breaks a law or most of the KATs: the reference is wrong).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from ..ir.scalars import decode
+from ..ir.signature import Binding
+from ..ir.types import DataType
+from ..reference.interpreter import op_function
+from ..registry import OpDef, Registry
+from .capsule import write_capsule
+from .corpus import CorpusProgram, make_inputs
+from .isolation import CaseError, Runner
+from .laws import check_laws
+from .oneop import one_op_program
+from .shrink import shrink_op_case, shrink_program_inputs
+from .values import buffer_mismatches, from_bits, mismatches, to_bits
+from .witnesses import random_bits, sweep, witnesses
+
+__all__ = ["Unit", "UnitResult", "Failure", "Conformance", "PROGRAM_SIZES", "select_units"]
+
+PROGRAM_SIZES = (0, 1, 7, 64, 65, 1000, 4097)
+_MAX_REPORTED = 3  # failures detailed per unit
+
+
+@dataclass(frozen=True)
+class Unit:
+    key: str
+    kind: str  # "op" | "program"
+    op: OpDef | None = None
+    binding: Binding = ()
+    program: CorpusProgram | None = None
+    size: int = 0
+
+
+@dataclass
+class Failure:
+    kind: str
+    message: str
+    details: dict[str, Any] = field(default_factory=dict)
+    capsule: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"kind": self.kind, "message": self.message}
+        if self.details:
+            d["details"] = self.details
+        if self.capsule:
+            d["capsule"] = self.capsule
+        return d
+
+
+@dataclass
+class UnitResult:
+    key: str
+    cases: int = 0
+    passed: int = 0
+    laws_checked: int = 0
+    laws_failed: int = 0
+    kats: int = 0
+    failures: list[Failure] = field(default_factory=list)
+
+    @property
+    def failed(self) -> int:
+        return self.cases - self.passed
+
+    @property
+    def verdict(self) -> str:
+        return "fail" if self.failures or self.failed or self.laws_failed else "pass"
+
+
+def _types_key(binding: Binding) -> str:
+    return ",".join(t.value for t in binding)
+
+
+def select_units(registry: Registry, corpus: Sequence[CorpusProgram], ops: Sequence[str] = (),
+                 dialects: Sequence[str] = (), programs: bool = True) -> list[Unit]:
+    """Every unit, in the fixed order that sharding and merging rely on."""
+    units = []
+    for op in registry:
+        if ops and not any(fnmatch.fnmatchcase(op.id, g) for g in ops):
+            continue
+        if dialects and op.dialect not in dialects:
+            continue
+        for b in op.bindings():
+            units.append(Unit(f"op:{op.id}[{_types_key(b)}]", "op", op=op, binding=b))
+    if programs:
+        for entry in corpus:
+            for size in PROGRAM_SIZES:
+                units.append(Unit(f"program:{entry.name}@{size}", "program", program=entry, size=size))
+    return units
+
+
+def _rng(seed: int, key: str) -> np.random.Generator:
+    digest = hashlib.sha256(f"{seed}|{key}".encode()).digest()
+    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+
+
+def _show(t: DataType, value: Any) -> dict[str, str]:
+    bits = int(to_bits(t, np.asarray([value]))[0])
+    return {"type": t.value, "hex": f"{bits:#0{2 + max(1, t.bits // 4)}x}", "dec": repr(decode(t, bits))}
+
+
+def _example(r: Any) -> str:
+    ce = dict(r.counterexample or {})
+    eq = ce.pop("equation", "")
+    left, right = ce.pop("left", "?"), ce.pop("right", "?")
+    args = ", ".join(f"{k}={v}" for k, v in ce.items())
+    return f"{eq} fails for {args}: {left} vs {right}"
+
+
+class Conformance:
+    """Runs units on ``runner`` (the backend under test) against the reference."""
+
+    def __init__(self, runner: Runner, registry: Registry, seed: int = 1, cases: int = 1000,
+                 capsule_dir: Path | None = None, log: Callable[[str], None] = lambda s: None) -> None:
+        self.runner, self.registry, self.seed, self.n_random = runner, registry, seed, cases
+        self.capsule_dir = capsule_dir
+        self.log = log
+        from ..backends.reference import ReferenceBackend
+
+        self.reference = ReferenceBackend(registry)
+
+    # ------------------------------------------------------------------ helpers
+    def _ref_eval(self, op_id: str, binding: Binding, args: Sequence[np.ndarray]) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            return np.asarray(op_function(self.registry, self.registry.get(op_id), binding)(list(args)))
+
+    def _backend_eval(self, op_id: str, binding: Binding, args: Sequence[np.ndarray]) -> np.ndarray:
+        op = self.registry.get(op_id)
+        outputs = self.runner.run(one_op_program(op, binding), [np.asarray(a) for a in args], None)
+        return outputs[0]  # the result (for atomics: the new memory values)
+
+    def _capsule(self, unit: str, program: Any, inputs: list[np.ndarray], grid: Any, note: str,
+                 expect: list[np.ndarray] | None = None) -> str | None:
+        if self.capsule_dir is None:
+            return None
+        path = write_capsule(self.capsule_dir, unit, program, inputs, grid, self.runner.name, self.seed, note, expect)
+        return str(path)
+
+    # ------------------------------------------------------------------ units
+    def run(self, unit: Unit) -> UnitResult:
+        if unit.kind == "op":
+            assert unit.op is not None
+            return self.run_op(unit.key, unit.op, unit.binding)
+        assert unit.program is not None
+        return self.run_program(unit.key, unit.program, unit.size)
+
+    def _cases(self, op: OpDef, binding: Binding, rng: np.random.Generator) -> list[np.ndarray]:
+        types = op.input_types(binding)
+        k = len(types)
+        if all(t is types[0] for t in types):
+            w = witnesses(types[0])
+            grid = np.indices((len(w),) * k).reshape(k, -1) if len(w) ** k <= 40000 else \
+                rng.integers(0, len(w), (k, 40000))
+            wit = [np.array(w, dtype=np.uint64)[row] for row in grid]
+            sw = sweep(types[0], k)
+        else:  # mixed operand types (e.g. casts have one): witnesses of each, zipped
+            n = max(len(witnesses(t)) for t in types)
+            wit = [np.resize(np.array(witnesses(t), dtype=np.uint64), n) for t in types]
+            sw = [sweep(t, 1)[0] for t in types]
+        rnd = [np.array(random_bits(t, self.n_random, rng), dtype=np.uint64) for t in types]
+        return [from_bits(t, np.concatenate([a, b, c])) for t, a, b, c in zip(types, wit, sw, rnd)]
+
+    def run_op(self, key: str, op: OpDef, binding: Binding) -> UnitResult:
+        res = UnitResult(key)
+        rng = _rng(self.seed, key)
+        types, out_t = op.input_types(binding), op.output_type(binding)
+        ulp = op.tolerance(out_t) if out_t.is_float else 0
+        args = self._cases(op, binding, rng)
+        n = len(args[0])
+        res.cases += n
+        expected = self._ref_eval(op.id, binding, args)
+        program = one_op_program(op, binding)
+        try:
+            outputs = self.runner.run(program, args, None)
+            bad = mismatches(out_t, expected, outputs[0], ulp)
+            if op.is_atomic:  # the atomic also yields the old value
+                bad = np.union1d(bad, mismatches(types[0], args[0], outputs[1]))
+            res.passed += n - bad.size
+            if bad.size:
+                res.failures.append(self._op_failure(key, op, binding, args, expected, outputs[0], bad, ulp))
+        except CaseError as err:
+            res.failures.append(Failure("error", f"the backend could not run the op: {err}"))
+        samples = witnesses(types[0]) + random_bits(types[0], 24, rng)
+        ref_laws = check_laws(op, binding, self._ref_eval, samples)
+        self._kats(res, op, binding, law_broken=any(not r.holds for r in ref_laws))
+        self._laws(res, op, binding, ref_laws, samples)
+        return res
+
+    def _op_failure(self, key: str, op: OpDef, binding: Binding, args: list[np.ndarray], expected: np.ndarray,
+                    actual: np.ndarray, bad: np.ndarray, ulp: int) -> Failure:
+        types, out_t = op.input_types(binding), op.output_type(binding)
+        i = int(bad[0])
+        first = [int(to_bits(t, a[i: i + 1])[0]) for t, a in zip(types, args)]
+        program = one_op_program(op, binding)
+
+        def still_fails(cands: list[list[int]]) -> list[bool]:
+            cols = [from_bits(t, [c[j] for c in cands]) for j, t in enumerate(types)]
+            exp = self._ref_eval(op.id, binding, cols)
+            try:
+                got = self.runner.run(program, cols, None)[0]
+            except CaseError:
+                return [False] * len(cands)
+            wrong = set(mismatches(out_t, exp, got, ulp).tolist())
+            return [j in wrong for j in range(len(cands))]
+
+        case = shrink_op_case(types, first, still_fails)
+        cols = [from_bits(t, [b]) for t, b in zip(types, case)]
+        exp = self._ref_eval(op.id, binding, cols)
+        try:
+            got = self.runner.run(program, cols, None)[0]
+        except CaseError:
+            got = actual[i: i + 1]
+        names = [p.name for p in op.signature.inputs]
+        details = {
+            "op": op.id,
+            "types": _types_key(binding),
+            "inputs": {nm: _show(t, c[0]) for nm, t, c in zip(names, types, cols)},
+            "expected": _show(out_t, np.asarray(exp)[0]),
+            "actual": _show(out_t, np.asarray(got)[0]),
+            "mismatches": int(bad.size),
+            "of": int(len(args[0])),
+        }
+        shown = ", ".join(f"{nm}={v['dec']}" for nm, v in details["inputs"].items())
+        capsule = self._capsule(key, program, cols, None, f"{op.id}({shown})")
+        return Failure("backend", f"{bad.size} of {len(args[0])} cases differ from the reference; smallest: "
+                       f"{op.id}({shown}) = {details['expected']['dec']} expected, {details['actual']['dec']} "
+                       "from the backend", details, capsule)
+
+    def _kats(self, res: UnitResult, op: OpDef, binding: Binding, law_broken: bool) -> None:
+        kats = [k for k in op.kats if k.binding == binding]
+        if not kats:
+            return
+        types, out_t = op.input_types(binding), op.output_type(binding)
+        ulp = op.tolerance(out_t) if out_t.is_float else 0
+        for kat in kats:
+            cols = list(zip(*kat.cases))
+            args = [from_bits(t, list(c)) for t, c in zip(types, cols[:-1])]
+            want = from_bits(out_t, list(cols[-1]))
+            n = len(want)
+            res.kats += n
+            res.cases += n
+            with np.errstate(all="ignore"):
+                ref = np.asarray(op_function(self.registry, op, binding, kat.attrs)(args))
+            try:
+                got = self.runner.run(one_op_program(op, binding, kat.attrs), args, None)[0]
+            except CaseError as err:
+                res.failures.append(Failure("error", f"the backend could not run the known-answer tests: {err}"))
+                continue
+            ref_bad = set(mismatches(out_t, want, ref, ulp).tolist())
+            backend_bad = set(mismatches(out_t, ref, got, ulp).tolist())
+            res.passed += n - len(ref_bad | backend_bad)
+            for j in sorted(ref_bad)[:_MAX_REPORTED]:
+                backend_meets_kat = mismatches(out_t, want[j: j + 1], got[j: j + 1], ulp).size == 0
+                reference_wrong = (self.runner.name != "reference" and backend_meets_kat) or law_broken or \
+                    len(ref_bad) * 2 > n
+                kind = "reference" if reference_wrong else "kat"
+                names = [p.name for p in op.signature.inputs]
+                details = {"op": op.id, "types": _types_key(binding),
+                           "inputs": {nm: _show(t, a[j]) for nm, t, a in zip(names, types, args)},
+                           "known_answer": _show(out_t, want[j]), "reference": _show(out_t, ref[j]),
+                           "backend": _show(out_t, got[j])}
+                why = ("the backend meets the known answer" if backend_meets_kat and self.runner.name != "reference"
+                       else "the reference also breaks a law" if law_broken
+                       else f"{len(ref_bad)} of {n} known answers disagree" if len(ref_bad) * 2 > n
+                       else "the reference satisfies the op's laws")
+                shown = ", ".join(f"{nm}={v['dec']}" for nm, v in details["inputs"].items())
+                res.failures.append(Failure(
+                    kind, f"registry error: known answer {op.id}({shown}) = {details['known_answer']['dec']} but the "
+                    f"reference gives {details['reference']['dec']} ({why}: the {'reference' if kind == 'reference' else 'KAT'} "
+                    f"is probably wrong)", details, self._capsule(op.id + "-kat", one_op_program(op, binding, kat.attrs),
+                                                                  [a[j: j + 1] for a in args], None, "known answer",
+                                                                  [want[j: j + 1]])))
+            for j in sorted(backend_bad - ref_bad)[:_MAX_REPORTED]:
+                names = [p.name for p in op.signature.inputs]
+                details = {"op": op.id, "types": _types_key(binding),
+                           "inputs": {nm: _show(t, a[j]) for nm, t, a in zip(names, types, args)},
+                           "expected": _show(out_t, ref[j]), "actual": _show(out_t, got[j])}
+                res.failures.append(Failure("backend", f"known answer {op.id}: backend gives {details['actual']['dec']}"
+                                            f", expected {details['expected']['dec']}", details))
+
+    def _laws(self, res: UnitResult, op: OpDef, binding: Binding, ref_laws: list[Any], samples: list[int]) -> None:
+        if not ref_laws:
+            return
+        for r in ref_laws:
+            res.laws_checked += 1
+            if not r.holds:
+                res.laws_failed += 1
+                res.failures.append(Failure("law", f"registry error: the declared law {r.law} does not hold on the "
+                                            f"reference for {op.id}[{_types_key(binding)}]: {_example(r)}",
+                                            dict(r.counterexample or {})))
+                return  # the law is wrong: checking the backend against it means nothing
+        try:
+            backend_results = check_laws(op, binding, self._backend_eval, samples)
+        except CaseError as err:
+            res.failures.append(Failure("error", f"the backend could not evaluate the laws: {err}"))
+            return
+        for r in backend_results:
+            res.laws_checked += 1
+            if not r.holds:
+                res.laws_failed += 1
+                res.failures.append(Failure("backend-law", f"the law {r.law} holds on the reference but not on the "
+                                            f"backend for {op.id}[{_types_key(binding)}]: {_example(r)}",
+                                            dict(r.counterexample or {})))
+
+    def run_program(self, key: str, entry: CorpusProgram, size: int) -> UnitResult:
+        res = UnitResult(key)
+        program, grid = entry.program, entry.grid
+        inputs = make_inputs(program, size, _rng(self.seed, key))
+        from ..backends.config import DispatchConfig
+
+        cfg = DispatchConfig(grid=grid)
+        try:
+            expected = self.reference.dispatch(program, inputs, cfg)
+        except Exception as exc:  # noqa: BLE001 - a corpus program the reference rejects is a corpus error
+            res.cases = 1
+            res.failures.append(Failure("error", f"the reference cannot run this program: {exc}"))
+            return res
+        res.cases = sum(max(1, e.size) for e in expected) or 1
+        try:
+            actual = self.runner.run(program, inputs, grid)
+        except CaseError as err:
+            capsule = self._capsule(key, program, inputs, grid, "the backend failed to run the program")
+            res.failures.append(Failure("error", f"the backend could not run {entry.name} (size {size}): {err}",
+                                        {"program": entry.name, "size": size}, capsule))
+            return res
+        wrong = self._program_mismatches(program, expected, actual)
+        res.passed = max(0, res.cases - sum(int(w[1].size) for w in wrong))
+        if wrong:
+            res.failures.append(self._program_failure(key, entry, size, inputs, wrong))
+        return res
+
+    def _program_mismatches(self, program: Any, expected: list[np.ndarray], actual: list[np.ndarray]) -> list[tuple[Any, np.ndarray, np.ndarray, np.ndarray]]:
+        wrong = []
+        for decl, e, a in zip(program.outputs, expected, actual):
+            bad = buffer_mismatches(decl.dtype, e, a)
+            if bad.size:
+                wrong.append((decl, bad, e, a))
+        return wrong
+
+    def _program_failure(self, key: str, entry: CorpusProgram, size: int, inputs: list[np.ndarray],
+                         wrong: list[Any]) -> Failure:
+        from ..backends.config import DispatchConfig
+
+        program, grid = entry.program, entry.grid
+        cfg = DispatchConfig(grid=grid)
+
+        def still_fails(candidate: list[np.ndarray]) -> bool:
+            try:
+                exp = self.reference.dispatch(program, candidate, cfg)
+                got = self.runner.run(program, candidate, grid)
+            except Exception:  # noqa: BLE001
+                return False
+            return bool(self._program_mismatches(program, exp, got))
+
+        small = shrink_program_inputs(program, inputs, still_fails)
+        try:
+            exp = self.reference.dispatch(program, small, cfg)
+            got = self.runner.run(program, small, grid)
+            now = self._program_mismatches(program, exp, got) or wrong
+        except Exception:  # noqa: BLE001
+            small, now = inputs, wrong
+        decl, bad, e, a = now[0]
+        i = int(bad[0])
+        t = decl.dtype.value_type if decl.dtype.is_value_type else decl.dtype
+        show = (lambda v: _show(t, v)) if decl.dtype.is_value_type else (lambda v: {"dec": repr(v)})
+        details = {"program": entry.name, "size": size, "shrunk_to": [int(x.size) for x in small],
+                   "buffer": decl.name, "index": i,
+                   "expected": show(e[i]) if i < e.size else None, "actual": show(a[i]) if i < a.size else None,
+                   "mismatches": int(bad.size)}
+        capsule = self._capsule(key, program, small, grid, f"{decl.name}[{i}] differs")
+        return Failure("backend", f"{entry.name} (size {size}): {decl.name}[{i}] is "
+                       f"{(details['actual'] or {}).get('dec')} on the backend, {(details['expected'] or {}).get('dec')} "
+                       f"on the reference ({bad.size} elements differ; inputs shrunk to sizes {details['shrunk_to']})",
+                       details, capsule)
+
+
+def run_units(conf: Conformance, units: Iterable[Unit], total: int, progress: Callable[[str], None]) -> dict[str, UnitResult]:
+    """Run ``units``, reporting progress; returns results by key."""
+    results = {}
+    t0 = time.perf_counter()
+    for i, unit in enumerate(units, 1):
+        r = conf.run(unit)
+        results[unit.key] = r
+        mark = "ok" if r.verdict == "pass" else "FAIL"
+        progress(f"[{i:4d}/{total}] {time.perf_counter() - t0:7.1f}s {unit.key}: {r.cases:,} cases, "
+                 f"{r.laws_checked} laws ... {mark}")
+    return results
