@@ -232,6 +232,7 @@ class CudaPipeline:
         self._likes = [(d.name, d.count_like, d.is_input) for d in program.buffers if d.count_like is not None]
         self._fast_config = config.grid is None
         self._layouts: dict[tuple[int, ...], _Layout] = {}
+        self.resident_launches = 0  # counted here, not in the backend's dict: it is the hot path
 
     # --- numpy in, numpy out
     def _host_arrays(self, inputs: Sequence[Any] | Mapping[str, Any],
@@ -345,16 +346,20 @@ class CudaPipeline:
         """Launch over resident buffers, asynchronously (``backend.synchronize()`` waits). Buffers
         are not zero-filled: they hold what ``allocate``/``upload`` and earlier dispatches left."""
         b = self._bound
-        if b is None or b.grid_arg != grid or tuple(buffers) != b.buffers:
-            b = self._bound = _Bound(self, buffers, grid)
-        b()
+        if b is None or b.epoch != self.backend._epoch or b.grid_arg != grid or b.items != buffers:
+            b = self._bound = _Bound(self, buffers, grid)  # checks everything; raises if poisoned
+        # steady state: the same buffers as last time, nothing freed, context healthy
+        result = b.launch(*b.args)
+        if result:
+            self.backend._relaunch(result, b)
+        self.resident_launches += 1
 
 
 class _Bound:
     """A launch over fixed resident buffers: calling it costs one cuLaunchKernel."""
 
-    __slots__ = ("pipeline", "backend", "buffers", "grid_arg", "grid", "generation", "launcher", "values", "empty",
-                 "launch", "args")
+    __slots__ = ("pipeline", "backend", "buffers", "items", "grid_arg", "grid", "epoch", "launcher", "values",
+                 "empty", "launch", "args")
 
     def __init__(self, pipeline: CudaPipeline, buffers: Sequence[DeviceBuffer] | Mapping[str, DeviceBuffer],
                  grid: tuple[int, int, int] | None) -> None:
@@ -391,8 +396,10 @@ class _Bound:
         by_name = dict(zip((d.name for d in decls), items))
         self.pipeline, self.backend = pipeline, be
         self.buffers = tuple(items)
+        # the argument as given (list, tuple or dict), to recognise the same buffers cheaply
+        self.items = dict(buffers) if isinstance(buffers, Mapping) else list(items) if isinstance(buffers, list) else tuple(items)
         self.grid_arg, self.grid = grid, g
-        self.generation = be._generation
+        self.epoch = be._epoch
         # a private launcher, so several bound launches of one pipeline can coexist (graphs)
         values = [c_uint64(by_name[d.name].ptr) for d in pipeline.abi_buffers]
         values += [c_uint32(by_name[d.name].count) for d in pipeline.abi_buffers]
@@ -402,6 +409,8 @@ class _Bound:
         self.launcher.set_stream(be._stream)
         self.empty = 0 in g
         self.launch, self.args = self.launcher.function_and_args()
+        if self.empty:  # nothing to run: a launch that does nothing keeps the hot path branch-free
+            self.launch = _no_launch
 
     def refresh(self) -> None:
         """Re-check the buffers (one of the backend's buffers was freed since binding)."""
@@ -409,16 +418,18 @@ class _Bound:
 
     def __call__(self) -> None:
         be = self.backend
-        if be._poisoned is not None or self.generation != be._generation:
+        if self.epoch != be._epoch:
             be._alive()
             self.refresh()
-        if self.empty:
-            return
         # no lock: the arguments are this object's own, and cuLaunchKernel is thread-safe
         result = self.launch(*self.args)
         if result:
             be._relaunch(result, self)
         be.counters["launches"] += 1
+
+
+def _no_launch(*_: Any) -> int:
+    return 0
 
 
 class PendingDispatch:
@@ -471,13 +482,13 @@ class DispatchSequence:
         with be._lock:
             be._alive()
             for step in self.steps:  # re-check first if buffers were freed since binding
-                if step.generation != be._generation:
+                if step.epoch != be._epoch:
                     step.refresh()
             cu.call("cuStreamBeginCapture_v2", be._stream, _CAPTURE_THREAD_LOCAL)
             graph = c_void_p()
             try:
                 for step in self.steps:
-                    if all(step.grid):
+                    if not step.empty:
                         result = step.launcher()
                         if result:
                             raise cu.CudaError("cuLaunchKernel (capture)", result)
@@ -530,7 +541,7 @@ class CudaBackend:
         self._tls = threading.local()
         self._registry = registry
         self._poisoned: cu.CudaError | None = None
-        self._generation = 0  # bumped when a resident buffer is freed: bound launches re-check
+        self._epoch = 0  # bumped when a resident buffer is freed or the context is poisoned: bound launches re-check
         self.counters: dict[str, int] = dict.fromkeys(_COUNTERS, 0)
         try:
             cu.call("cuInit", 0)
@@ -586,6 +597,7 @@ class CudaBackend:
         err = cu.CudaError(call, code)
         if err.sticky:
             self._poisoned = err
+            self._epoch += 1
         raise err
 
     def _checked(self, name: str, *args: Any) -> None:
@@ -871,7 +883,7 @@ class CudaBackend:
         self._own(buf, "free")
         with self._lock:
             buf.freed = True
-            self._generation += 1
+            self._epoch += 1
             if buf.owned and self._poisoned is None:
                 self._alive()
                 self.synchronize()  # queued work may still use it
@@ -898,7 +910,9 @@ class CudaBackend:
 
     def telemetry(self) -> dict[str, int]:
         """Counters since the backend was created."""
-        return dict(self.counters)
+        counters = dict(self.counters)
+        counters["launches"] += sum(p.resident_launches for p in self._pipelines.values())
+        return counters
 
     def __repr__(self) -> str:
         d = self.device
