@@ -182,9 +182,13 @@ def _run(argv: Sequence[str]) -> int:
         "finished": _now(),
         "elapsed_s": round(time.perf_counter() - t0, 3),
     }
-    cert = build(header, results)
+    return _finish(build(header, results), out, args.json)
+
+
+def _finish(cert: dict[str, Any], out: Path, as_json: bool) -> int:
+    """Write the certificate, show it, and give the exit status for its verdict."""
     out.write_text(json.dumps(cert, indent=1))
-    if args.json:
+    if as_json:
         print(json.dumps(cert, indent=1))
     else:
         print(_table(cert))
@@ -206,10 +210,7 @@ def _merge(argv: Sequence[str]) -> int:
         return _err(f"cannot read the shard certificates: {exc}")
     except CertificateError as exc:
         return _err(str(exc))
-    Path(args.out).write_text(json.dumps(cert, indent=1))
-    print(_table(cert))
-    print(f"certificate: {args.out}")
-    return 0 if cert["summary"]["verdict"] == "pass" else 1
+    return _finish(cert, Path(args.out), False)
 
 
 def _replay(argv: Sequence[str]) -> int:

@@ -124,6 +124,22 @@ def _show(t: DataType, value: Any) -> dict[str, str]:
     return {"type": t.value, "hex": f"{bits:#0{2 + max(1, t.bits // 4)}x}", "dec": repr(decode(t, bits))}
 
 
+def _record_laws(res: UnitResult, results: list[Any], kind: str, message: str) -> bool:
+    """Count law results into ``res``, a failure for each broken one; True if any broke."""
+    broken = False
+    for r in results:
+        res.laws_checked += 1
+        if not r.holds:
+            broken = True
+            res.laws_failed += 1
+            res.failures.append(Failure(kind, message.format(law=r.law) + f": {_example(r)}", dict(r.counterexample or {})))
+    return broken
+
+
+def _inputs_shown(op: OpDef, types: Sequence[DataType], columns: Sequence[np.ndarray], j: int) -> dict[str, Any]:
+    return {p.name: _show(t, c[j]) for p, t, c in zip(op.signature.inputs, types, columns)}
+
+
 def _example(r: Any) -> str:
     ce = dict(r.counterexample or {})
     eq = ce.pop("equation", "")
@@ -235,11 +251,10 @@ class Conformance:
             got = self.runner.run(program, cols, None)[0]
         except CaseError:
             got = actual[i: i + 1]
-        names = [p.name for p in op.signature.inputs]
         details = {
             "op": op.id,
             "types": _types_key(binding),
-            "inputs": {nm: _show(t, c[0]) for nm, t, c in zip(names, types, cols)},
+            "inputs": _inputs_shown(op, types, cols, 0),
             "expected": _show(out_t, np.asarray(exp)[0]),
             "actual": _show(out_t, np.asarray(got)[0]),
             "mismatches": int(bad.size),
@@ -279,9 +294,7 @@ class Conformance:
                 reference_wrong = (self.runner.name != "reference" and backend_meets_kat) or law_broken or \
                     len(ref_bad) * 2 > n
                 kind = "reference" if reference_wrong else "kat"
-                names = [p.name for p in op.signature.inputs]
-                details = {"op": op.id, "types": _types_key(binding),
-                           "inputs": {nm: _show(t, a[j]) for nm, t, a in zip(names, types, args)},
+                details = {"op": op.id, "types": _types_key(binding), "inputs": _inputs_shown(op, types, args, j),
                            "known_answer": _show(out_t, want[j]), "reference": _show(out_t, ref[j]),
                            "backend": _show(out_t, got[j])}
                 why = ("the backend meets the known answer" if backend_meets_kat and self.runner.name != "reference"
@@ -296,36 +309,23 @@ class Conformance:
                                                                   [a[j: j + 1] for a in args], None, "known answer",
                                                                   [want[j: j + 1]])))
             for j in sorted(backend_bad - ref_bad)[:_MAX_REPORTED]:
-                names = [p.name for p in op.signature.inputs]
-                details = {"op": op.id, "types": _types_key(binding),
-                           "inputs": {nm: _show(t, a[j]) for nm, t, a in zip(names, types, args)},
+                details = {"op": op.id, "types": _types_key(binding), "inputs": _inputs_shown(op, types, args, j),
                            "expected": _show(out_t, ref[j]), "actual": _show(out_t, got[j])}
                 res.failures.append(Failure("backend", f"known answer {op.id}: backend gives {details['actual']['dec']}"
                                             f", expected {details['expected']['dec']}", details))
 
     def _laws(self, res: UnitResult, op: OpDef, binding: Binding, ref_laws: list[Any], samples: list[int]) -> None:
-        if not ref_laws:
-            return
-        for r in ref_laws:
-            res.laws_checked += 1
-            if not r.holds:
-                res.laws_failed += 1
-                res.failures.append(Failure("law", f"registry error: the declared law {r.law} does not hold on the "
-                                            f"reference for {op.id}[{_types_key(binding)}]: {_example(r)}",
-                                            dict(r.counterexample or {})))
-                return  # the law is wrong: checking the backend against it means nothing
+        where = f"{op.id}[{_types_key(binding)}]"
+        if not ref_laws or _record_laws(res, ref_laws, "law", "registry error: the declared law {law} does not hold "
+                                        "on the reference for " + where):
+            return  # a wrong law says nothing about the backend
         try:
             backend_results = check_laws(op, binding, self._backend_eval, samples)
         except CaseError as err:
             res.failures.append(Failure("error", f"the backend could not evaluate the laws: {err}"))
             return
-        for r in backend_results:
-            res.laws_checked += 1
-            if not r.holds:
-                res.laws_failed += 1
-                res.failures.append(Failure("backend-law", f"the law {r.law} holds on the reference but not on the "
-                                            f"backend for {op.id}[{_types_key(binding)}]: {_example(r)}",
-                                            dict(r.counterexample or {})))
+        _record_laws(res, backend_results, "backend-law", "the law {law} holds on the reference but not on the "
+                     "backend for " + where)
 
     def run_program(self, key: str, entry: CorpusProgram, size: int) -> UnitResult:
         res = UnitResult(key)
