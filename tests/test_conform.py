@@ -96,12 +96,12 @@ def test_a_backend_bug_is_reported_with_a_minimised_counterexample(tmp_path):
     assert f.kind == "backend"
     assert f.details["inputs"]["a"]["dec"] == "112" and f.details["inputs"]["b"]["dec"] == "0"  # 0x70, shrunk
     assert f.details["expected"]["dec"] == "112" and f.details["actual"]["dec"] == "113"
-    assert Path(f.capsule).is_file()
+    assert (tmp_path / f.capsule).is_file()
     r = conf.run(units["program:01_vadd_u32@1000"])
     f = r.failures[0]
     assert f.kind == "backend" and f.details["buffer"] == "out" and f.details["index"] == 5
-    assert f.details["shrunk_to"][0] < 1000 and Path(f.capsule).is_file()
-    assert main(["replay", f.capsule, "--backend", "reference"]) == 0  # the reference itself is right
+    assert f.details["shrunk_to"][0] < 1000 and (tmp_path / f.capsule).is_file()
+    assert main(["replay", str(tmp_path / f.capsule), "--backend", "reference"]) == 0  # the reference itself is right
 
 
 def test_shards_merge_into_the_unsharded_certificate(tmp_path):
@@ -174,3 +174,42 @@ def test_usage_errors_exit_2(capsys):
         assert run_cli("--backend", "cuda") == 2
     assert run_cli("--programs", "/no/such/dir") == 2
     assert "Fix:" in capsys.readouterr().err
+
+
+def test_merge_needs_every_shard_and_keeps_failures_identical(tmp_path, monkeypatch):
+    monkeypatch.setenv("VYRE_DECL_OPS_PATH", str(FIXTURES / "planted_ops"))
+    base = ["--dialect", "planted", "--cases", "20", "--quiet"]
+    assert run_cli(*base, "--out", str(tmp_path / "all.json")) == 1
+    for i in range(3):
+        run_cli(*base, "--shard", f"{i}/3", "--out", str(tmp_path / f"s{i}.json"))
+    assert run_cli("merge", str(tmp_path / "two.json"), str(tmp_path / "s0.json"), str(tmp_path / "s1.json")) == 2
+    assert run_cli("merge", str(tmp_path / "m.json"), *(str(tmp_path / f"s{i}.json") for i in range(3))) == 1
+    merged, whole = (json.loads((tmp_path / f).read_text()) for f in ("m.json", "all.json"))
+    assert content(merged) == content(whole)  # failures and capsule names included
+
+
+class _Lossy(_Buggy):
+    def dispatch(self, program, inputs, config=None):
+        return self.inner.dispatch(program, inputs, config)[:-1]  # drops the last output
+
+
+def test_missing_outputs_fail_every_unit():
+    reg = default_registry()
+    conf = Conformance(InProcessRunner(_Lossy()), reg)
+    units = {u.key: u for u in select_units(reg, load_corpus(), ops=["primitive.math.add"])}
+    assert conf.run(units["op:primitive.math.add[u32]"]).verdict == "fail"
+    r = conf.run(units["program:04_divmod_i32@64"])
+    assert r.verdict == "fail" and r.failures[0].details["buffer"] == "ur"
+
+
+def test_unusual_op_shapes_run_or_fail_cleanly(tmp_path, monkeypatch):
+    monkeypatch.setenv("VYRE_DECL_OPS_PATH", str(FIXTURES / "edge_ops"))
+    out = tmp_path / "cert.json"
+    assert run_cli("--dialect", "edge", "--cases", "30", "--quiet", "--out", str(out)) == 1
+    cert = json.loads(out.read_text())
+    verdicts = {k: e["verdict"] for k, e in cert["ops"].items()}
+    assert verdicts == {"edge.orphan[]": "fail", "edge.pick[f32]": "pass", "edge.pick[u32]": "pass",
+                        "edge.scale[]": "pass", "edge.seven[]": "pass"}
+    assert cert["ops"]["edge.scale[]"]["kats"] == 2
+    (orphan,) = cert["ops"]["edge.orphan[]"]["failures"]
+    assert orphan["kind"] == "error" and "Fix:" in orphan["message"]

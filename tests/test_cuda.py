@@ -315,3 +315,71 @@ def test_repeat(cuda, ref):
     k = np.array([1], np.uint32)
     cfg = DispatchConfig(repeat=4)
     _compare(INPLACE, ref.dispatch(INPLACE, [a, k], cfg), cuda.dispatch(INPLACE, [a, k], cfg))
+
+
+def test_jit_errors_name_the_template_and_statement(tmp_path):
+    from vyre_decl.backends.cuda import CudaBackend
+    from vyre_decl.registry import load
+
+    (tmp_path / "bad.toml").write_text("""
+[dialect]
+name = "badjit"
+version = "1.0.0"
+[[op]]
+id = "badjit.add"
+summary = "a template with a typo"
+category = "intrinsic"
+inputs = [{ name = "a", type = "u32" }, { name = "b", type = "u32" }]
+outputs = [{ name = "out", type = "u32" }]
+reference = { ufunc = "add" }
+ptx = "add.u33 {out}, {a}, {b};"
+""")
+    be = CudaBackend(registry=load([tmp_path], env=False))
+    prog = parse_program("""program m workgroup(32, 1, 1) {
+      buffer a: read u32[] @0
+      buffer o: write u32[len(a)] @1
+      o[gid.x] = badjit.add(a[gid.x], 1u32)
+    }""")
+    with pytest.raises(VyreError) as info:
+        be.compile(prog)
+    msg = str(info.value)
+    assert "E012" in msg and "add.u33" in msg and ">>" in msg and "from op badjit.add<>" in msg
+
+
+def test_resident_kernels_see_declared_sizes_and_graphs_refuse_freed_buffers(cuda, ref):
+    entry = next(c for c in CORPUS if c.name == "27_oob_stores")
+    a = np.arange(40, dtype=np.uint32) * 7
+    expected = ref.dispatch(entry.program, [a, np.zeros(16, np.uint32)])
+    bufs = [cuda.upload(a), cuda.upload(np.zeros(32, np.uint32)), cuda.allocate("u32", 32)]  # larger than declared
+    pipe = cuda.compile(entry.program)
+    pipe.dispatch_resident(bufs)
+    cuda.synchronize()
+    assert (bufs[1].download()[:16] == expected[0]).all() and not bufs[1].download()[16:].any()
+    assert (bufs[2].download()[:4] == expected[1]).all() and not bufs[2].download()[4:].any()
+    with pytest.raises(VyreError) as info:
+        pipe.dispatch_resident([bufs[0], cuda.allocate("u32", 8), bufs[2]])  # smaller than declared
+    assert info.value.codes == ["D003"]
+    graph = cuda.sequence([(pipe, bufs)]).capture()
+    graph.replay()
+    bufs[2].free()
+    with pytest.raises(VyreError) as info:
+        graph.replay()
+    assert info.value.codes == ["D011"]
+
+
+def test_wrap_refuses_what_it_cannot_view_safely(cuda):
+    buf = cuda.upload(np.arange(16, dtype=np.uint32))
+
+    class Foreign:
+        def __init__(self, **cai):
+            self.__cuda_array_interface__ = {"shape": (8,), "typestr": "<u4", "data": (buf.ptr, False), "version": 3,
+                                             **cai}
+
+    assert cuda.wrap(Foreign()).download().tolist() == list(range(8))
+    assert cuda.wrap(Foreign(strides=(4,))).count == 8
+    for bad in (Foreign(strides=(8,)), Foreign(typestr="|b1")):
+        with pytest.raises(VyreError) as info:
+            cuda.wrap(bad)
+        assert info.value.codes == ["D012"]
+    owner = Foreign()
+    assert cuda.wrap(owner).owner is owner

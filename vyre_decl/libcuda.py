@@ -132,7 +132,9 @@ ATTR: Final = {
 }
 
 # Errors after which the context is unusable: the process must restart.
-STICKY_ERRORS: Final = frozenset({700, 701, 702, 708, 709, 710, 711, 712, 713, 714, 715, 716, 717, 718, 719, 720, 999})
+# (illegal address, launch timeout, device assert, hardware stack error, illegal instruction,
+# misaligned address, invalid address space, invalid PC, launch failure, unknown)
+STICKY_ERRORS: Final = frozenset({700, 702, 710, 714, 715, 716, 717, 718, 719, 999})
 
 _FIXES: Final = {
     100: "no CUDA device is visible: check CUDA_VISIBLE_DEVICES and the driver (nvidia-smi)",

@@ -56,6 +56,7 @@ class DiskCache:
 
     def put(self, key: str, payload: bytes) -> None:
         path = self._path(key)
+        tmp = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
@@ -64,3 +65,8 @@ class DiskCache:
             os.replace(tmp, path)
         except OSError as exc:  # a read-only or full cache must not break dispatch
             _log.warning("vyre_decl: cannot write cache entry %s: %s", path, exc)
+            if tmp is not None:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass

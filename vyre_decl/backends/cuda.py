@@ -30,6 +30,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .. import libcuda as cu
+from .. import __version__
 from ..emit import EMITTER_CONTRACT, PtxModule, Target, choose_target, emit, explain, kernel_abi
 from ..ir.diagnostics import Diagnostic, VyreError
 from ..ir.nodes import Access, BufferDecl, Program
@@ -38,7 +39,7 @@ from ..ir.validate import check
 from ..registry import Registry, default_registry
 from .cache import DiskCache, cache_dir
 from .config import DEFAULT_CONFIG, DispatchConfig
-from .hostio import MAX_ELEMENTS, as_storage, check_workgroup, grid_basis, infer_grid, prepare
+from .hostio import MAX_ELEMENTS, as_storage, check_repeat, check_workgroup, grid_basis, infer_grid, prepare
 
 __all__ = ["CudaBackend", "CudaPipeline", "DeviceBuffer", "PendingDispatch", "Timing", "DispatchSequence",
            "CudaGraph", "DeviceInfo", "CudaPoisoned", "cuda_available"]
@@ -98,12 +99,13 @@ def _aligned(n: int) -> int:
 class DeviceBuffer:
     """Device memory owned by one CudaBackend, holding ``count`` elements of ``dtype``."""
 
-    __slots__ = ("backend", "ptr", "nbytes", "dtype", "count", "capacity", "freed", "owned", "__weakref__")
+    __slots__ = ("backend", "ptr", "nbytes", "dtype", "count", "capacity", "freed", "owned", "owner", "__weakref__")
 
     def __init__(self, backend: CudaBackend, ptr: int, dtype: DataType, count: int, capacity: int, owned: bool = True):
         self.backend, self.ptr, self.dtype, self.count = backend, ptr, dtype, count
         self.nbytes = count * dtype.size
         self.capacity, self.freed, self.owned = capacity, False, owned
+        self.owner: Any = None  # the foreign array a wrapped buffer views
 
     def __repr__(self) -> str:
         state = "freed" if self.freed else f"0x{self.ptr:x}"
@@ -296,6 +298,7 @@ class CudaPipeline:
         be._alive()
         if cfg is not self.config:
             check_workgroup(self.program, cfg)
+        check_repeat(cfg)
         arrays, counts, grid = self._host_arrays(inputs, cfg)
         be._check_grid(self, grid)
         layout = self._layout(counts)
@@ -316,6 +319,7 @@ class CudaPipeline:
         be = self.backend
         be._alive()
         check_workgroup(self.program, cfg)
+        check_repeat(cfg)
         arrays, counts, grid = self._host_arrays(inputs, cfg)
         be._check_grid(self, grid)
         layout = self._layout(counts)
@@ -384,12 +388,15 @@ class _Bound:
             if buf.dtype.storage_dtype != d.dtype.storage_dtype:
                 raise VyreError.one("D002", f"resident buffer holds {buf.dtype}, the program declares {d.dtype}",
                                     f"buffer {d.name!r}", f"allocate it as {d.dtype}")
-            if d.count and buf.count < d.count:
-                raise VyreError.one("D003", f"resident buffer has {buf.count} elements, the program needs {d.count}",
-                                    f"buffer {d.name!r}", f"allocate at least {d.count} elements")
-            counts[d.name] = buf.count
+            counts[d.name] = d.count or buf.count  # the kernel sees the declared size, as on dispatch()
         for d in pipeline.program.buffers:
+            if d.count_like is not None:
+                counts[d.name] = counts[d.count_like]
             counts.setdefault(d.name, d.count)
+        for d, buf in zip(decls, items):  # never let a kernel index past a buffer's memory
+            if buf.count < counts[d.name]:
+                raise VyreError.one("D003", f"resident buffer has {buf.count} elements, the program needs "
+                                    f"{counts[d.name]}", f"buffer {d.name!r}", f"allocate at least {counts[d.name]} elements")
         g = tuple(grid) if grid is not None else infer_grid(pipeline.program, counts, pipeline.program.workgroup_size,
                                                              pipeline._grid_basis)
         be._check_grid(pipeline, g)  # type: ignore[arg-type]
@@ -402,7 +409,7 @@ class _Bound:
         self.epoch = be._epoch
         # a private launcher, so several bound launches of one pipeline can coexist (graphs)
         values = [c_uint64(by_name[d.name].ptr) for d in pipeline.abi_buffers]
-        values += [c_uint32(by_name[d.name].count) for d in pipeline.abi_buffers]
+        values += [c_uint32(counts[d.name]) for d in pipeline.abi_buffers]
         self.values = values
         self.launcher = cu.Launcher(pipeline.function, values, pipeline.program.workgroup_size)
         self.launcher.set_grid(g)  # type: ignore[arg-type]
@@ -484,32 +491,46 @@ class DispatchSequence:
             for step in self.steps:  # re-check first if buffers were freed since binding
                 if step.epoch != be._epoch:
                     step.refresh()
-            cu.call("cuStreamBeginCapture_v2", be._stream, _CAPTURE_THREAD_LOCAL)
+            # capture on a private stream: launches other threads make meanwhile run, not get recorded
+            stream = be._capture_stream()
+            cu.call("cuStreamBeginCapture_v2", stream, _CAPTURE_THREAD_LOCAL)
             graph = c_void_p()
             try:
                 for step in self.steps:
                     if not step.empty:
-                        result = step.launcher()
+                        step.launcher.set_stream(stream)
+                        try:
+                            result = step.launcher()
+                        finally:
+                            step.launcher.set_stream(be._stream)
                         if result:
                             raise cu.CudaError("cuLaunchKernel (capture)", result)
             finally:
-                cu.call("cuStreamEndCapture", be._stream, byref(graph))
+                cu.call("cuStreamEndCapture", stream, byref(graph))
             exec_ = c_void_p()
             cu.call("cuGraphInstantiateWithFlags", byref(exec_), graph, 0)
-        return CudaGraph(be, graph, exec_, len(self.steps))
+        return CudaGraph(be, graph, exec_, self.steps)
 
 
 class CudaGraph:
     """A captured sequence of launches; ``replay()`` runs all of them with one cuGraphLaunch."""
 
-    def __init__(self, backend: CudaBackend, graph: c_void_p, exec_: c_void_p, launches: int) -> None:
-        self.backend, self._graph, self._exec, self.launches = backend, graph, exec_, launches
+    def __init__(self, backend: CudaBackend, graph: c_void_p, exec_: c_void_p, steps: list[_Bound]) -> None:
+        self.backend, self._graph, self._exec = backend, graph, exec_
+        self.steps, self.launches = steps, len(steps)
+        self._epoch = backend._epoch
         self._launch = cu.raw("cuGraphLaunch")
         self._args = (exec_, backend._stream)
 
     def replay(self) -> None:
+        """Run the captured launches again (with the buffers they were captured with)."""
         be = self.backend
         be._alive()
+        if self._epoch != be._epoch:  # a buffer was freed since: make sure it is none of ours
+            for step in self.steps:
+                for buf in step.buffers:
+                    be._own(buf, "captured graph")
+            self._epoch = be._epoch
         with be._lock:
             result = self._launch(*self._args)
         if result:
@@ -561,10 +582,11 @@ class CudaBackend:
         stream = c_void_p()
         cu.call("cuStreamCreate", byref(stream), _STREAM_NON_BLOCKING)
         self._stream = stream
+        self._capture: c_void_p | None = None
         self._pool = _Pool(self.counters)
         self._pinned = _Pinned()
         self._ptx: dict[str, PtxModule] = {}
-        self._modules: dict[str, tuple[c_void_p, c_void_p]] = {}
+        self._modules: dict[str, tuple[c_void_p, c_void_p, int]] = {}
         self._pipelines: dict[tuple[str, str], CudaPipeline] = {}
         root = cache_dir()
         self._ptx_disk, self._cubin_disk = DiskCache(root, "ptx"), DiskCache(root, "cubin")
@@ -668,8 +690,10 @@ class CudaBackend:
     def _module_for(self, program: Program) -> tuple[PtxModule, str]:
         reg = self.registry
         target = self.device.target
-        key = hashlib.sha256("|".join([program.content_hash(), reg.fingerprint, EMITTER_CONTRACT, str(target.sm),
-                                       target.version, str(self.device.driver_version)]).encode()).hexdigest()
+        cc = self.device.compute_capability
+        key = hashlib.sha256("|".join([program.content_hash(), reg.fingerprint, EMITTER_CONTRACT, __version__,
+                                       str(target.sm), target.version, f"{cc[0]}.{cc[1]}",
+                                       str(self.device.driver_version)]).encode()).hexdigest()
         module = self._ptx.get(key)
         if module is not None:
             self.counters["ptx_memory_hits"] += 1
@@ -703,32 +727,46 @@ class CudaBackend:
                 self._modules[key] = loaded
             else:
                 self.counters["module_hits"] += 1
+            wg = program.workgroup_size
+            if wg[0] * wg[1] * wg[2] > loaded[2]:  # registers per thread limit this kernel's workgroups
+                raise VyreError.one("D009", f"this kernel can run at most {loaded[2]} invocations per workgroup on "
+                                    f"this GPU, the workgroup {wg} has {wg[0] * wg[1] * wg[2]}",
+                                    f"program {program.name!r}", "use a smaller workgroup size")
             pipeline = CudaPipeline(self, program, module, loaded[1], cfg)
             pipeline.launcher.set_stream(self._stream)
             self._pipelines[(key, repr(cfg))] = pipeline
             return pipeline
 
-    def _load(self, module: PtxModule, key: str) -> tuple[c_void_p, c_void_p]:
+    def _load(self, module: PtxModule, key: str) -> tuple[c_void_p, c_void_p, int]:
         cubin = self._cubin_disk.get(key)
         if cubin is not None:
             self.counters["cubin_disk_hits"] += 1
-        else:
-            t0 = time.perf_counter()
             try:
-                cubin, _info = cu.jit_ptx(module.text.encode())
-            except cu.ModuleLoadError as exc:
-                raise VyreError(Diagnostic("E012", f"the driver's JIT rejected the PTX ({exc.name}):\n"
-                                           + explain(module.text, exc.log), f"program {module.entry}",
-                                           "this is an emitter or op-template bug: report it with the PTX above")) from None
-            self.counters["jit_compiles"] += 1
-            self.counters["jit_ms"] += int((time.perf_counter() - t0) * 1000)
-            self._cubin_disk.put(key, cubin)
+                return self._load_cubin(cubin, module)
+            except cu.CudaError as exc:  # e.g. built for another GPU of the same target: build it again
+                if exc.sticky:
+                    raise
+        t0 = time.perf_counter()
+        try:
+            cubin, _info = cu.jit_ptx(module.text.encode())
+        except cu.ModuleLoadError as exc:
+            raise VyreError(Diagnostic("E012", f"the driver's JIT rejected the PTX ({exc.name}):\n"
+                                       + explain(module.text, exc.log), f"program {module.entry}",
+                                       "this is an emitter or op-template bug: report it with the PTX above")) from None
+        self.counters["jit_compiles"] += 1
+        self.counters["jit_ms"] += int((time.perf_counter() - t0) * 1000)
+        self._cubin_disk.put(key, cubin)
+        return self._load_cubin(cubin, module)
+
+    def _load_cubin(self, cubin: bytes, module: PtxModule) -> tuple[c_void_p, c_void_p, int]:
         t0 = time.perf_counter()
         mod = cu.load_cubin(cubin)
         fn = c_void_p()
         cu.call("cuModuleGetFunction", byref(fn), mod, module.entry.encode())
+        limit = c_int()
+        cu.call("cuFuncGetAttribute", byref(limit), 0, fn)  # CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
         self.counters["load_us"] += int((time.perf_counter() - t0) * 1e6)
-        return mod, fn
+        return mod, fn, limit.value
 
     # --- dispatch (numpy)
     def dispatch(self, program: Program, inputs: Sequence[Any] | Mapping[str, Any],
@@ -814,6 +852,13 @@ class CudaBackend:
             self._fail("cuStreamSynchronize", result)
         self.counters["syncs"] += 1
 
+    def _capture_stream(self) -> c_void_p:
+        if self._capture is None:
+            stream = c_void_p()
+            cu.call("cuStreamCreate", byref(stream), _STREAM_NON_BLOCKING)
+            self._capture = stream
+        return self._capture
+
     def _event(self, timing: bool) -> c_void_p:
         e = c_void_p()
         cu.call("cuEventCreate", byref(e), 0 if timing else _EVENT_DISABLE_TIMING)
@@ -891,14 +936,33 @@ class CudaBackend:
 
     def wrap(self, obj: Any) -> DeviceBuffer:
         """A resident buffer viewing foreign device memory that exposes ``__cuda_array_interface__``
-        (CuPy, PyTorch, Numba, ...): no copy; the memory stays owned by ``obj``."""
+        (CuPy, PyTorch, Numba, ...): no copy. ``obj`` is kept alive by the buffer; its stream is
+        waited for, so work queued on it before the call is visible to our kernels."""
+        self._alive()
         cai = obj.__cuda_array_interface__
-        shape = cai["shape"]
+        shape = tuple(int(n) for n in cai["shape"])
+        dtype = np.dtype(cai["typestr"])
+        where = "wrap"
+        if dtype == np.bool_:
+            raise VyreError.one("D012", "bool arrays hold 1-byte elements; vyre bool buffers hold 4-byte words",
+                                where, "convert it to uint32 (0/1) first")
+        strides = cai.get("strides")
+        if strides is not None:
+            want, step = [], dtype.itemsize
+            for n in reversed(shape):
+                want.insert(0, step)
+                step *= n
+            if tuple(int(x) for x in strides) != tuple(want) and int(np.prod(shape)) > 1:
+                raise VyreError.one("D012", f"only C-contiguous device arrays can be wrapped (strides {tuple(strides)})",
+                                    where, "make it contiguous (e.g. .contiguous() / cupy.ascontiguousarray)")
+        t = _dtype_of(np.empty(0, dtype))
+        stream = cai.get("stream")
+        if stream:  # the producer's stream: wait for what it has queued
+            self._checked("cuStreamSynchronize", c_void_p(int(stream)))
         count = int(np.prod(shape)) if shape else 1
-        if cai.get("strides") not in (None, (np.dtype(cai["typestr"]).itemsize,)) and len(shape) > 1:
-            raise VyreError.one("D012", "only contiguous device arrays can be wrapped", "wrap", "make it contiguous")
-        t = _dtype_of(np.empty(0, np.dtype(cai["typestr"])))
-        return DeviceBuffer(self, int(cai["data"][0]), t, count, count * t.size, owned=False)
+        buf = DeviceBuffer(self, int(cai["data"][0]), t, count, count * t.size, owned=False)
+        buf.owner = obj
+        return buf
 
     def sequence(self, steps: Sequence[tuple[CudaPipeline, Any] | tuple[CudaPipeline, Any, tuple[int, int, int]]]) -> DispatchSequence:
         """Resident dispatches ``(pipeline, buffers[, grid])`` to run in order (``run()``) or to

@@ -24,7 +24,7 @@ from ..ir.types import DataType
 from ..ir.walk import body_exprs
 from .config import DispatchConfig
 
-__all__ = ["Launch", "check_workgroup", "prepare", "infer_grid", "grid_basis", "host_output", "as_storage", "MAX_ELEMENTS"]
+__all__ = ["Launch", "check_repeat", "check_workgroup", "prepare", "infer_grid", "grid_basis", "host_output", "as_storage", "MAX_ELEMENTS"]
 
 MAX_ELEMENTS: Final = 2**32 - 1
 
@@ -145,8 +145,7 @@ def prepare(program: Program, inputs: Sequence[Any] | Mapping[str, Any], config:
     workgroup = config.workgroup or program.workgroup_size
     if len(workgroup) != 3 or any(not isinstance(v, int) or v < 1 for v in workgroup):
         raise _fail("D008", f"bad workgroup override {workgroup!r}", "DispatchConfig.workgroup", "give three positive integers")
-    if config.repeat < 1:
-        raise _fail("D008", f"repeat must be at least 1, got {config.repeat}", "DispatchConfig.repeat", "use repeat=1 or more")
+    check_repeat(config)
     if config.grid is not None:
         grid = tuple(config.grid)
         if len(grid) != 3 or any(not isinstance(v, int) or v < 0 for v in grid):
@@ -154,6 +153,12 @@ def prepare(program: Program, inputs: Sequence[Any] | Mapping[str, Any], config:
     else:
         grid = infer_grid(program, counts, workgroup)
     return Launch(memory, counts, grid, tuple(workgroup))  # type: ignore[arg-type]
+
+
+def check_repeat(config: DispatchConfig) -> None:
+    if not isinstance(config.repeat, int) or config.repeat < 1:
+        raise _fail("D008", f"repeat must be at least 1, got {config.repeat!r}", "DispatchConfig.repeat",
+                    "use repeat=1 or more")
 
 
 def check_workgroup(program: Program, config: DispatchConfig) -> None:

@@ -18,7 +18,7 @@ from .runner import UnitResult
 __all__ = ["SCHEMA", "build", "merge", "content", "corpus_fingerprint", "CertificateError"]
 
 SCHEMA = "vyre_decl.certificate/1"
-_VOLATILE = ("started", "finished", "elapsed_s", "shard")
+_VOLATILE = ("started", "finished", "elapsed_s", "shard", "capsules")
 
 
 class CertificateError(ValueError):
@@ -101,13 +101,23 @@ def merge(certs: list[Mapping[str, Any]]) -> dict[str, Any]:
     if not certs:
         raise CertificateError("no certificates to merge. Fix: pass the shard certificates")
     same = ("schema", "vyre_decl_version", "backend", "registry_fingerprint", "corpus_fingerprint", "seed",
-            "cases_per_op", "selection")
+            "cases_per_op", "selection", "units_total")
     first = certs[0]
     for other in certs[1:]:
         for k in same:
             if other.get(k) != first.get(k):
                 raise CertificateError(f"the shards disagree on {k!r}: {first.get(k)!r} vs {other.get(k)!r}. "
                                        "Fix: merge shards of one run (same backend, registry, corpus, seed and cases)")
+    try:
+        shards = sorted((int(i), int(n)) for i, n in (str(c["shard"]).split("/") for c in certs))
+    except (KeyError, ValueError):
+        raise CertificateError("a certificate is not a shard (its 'shard' is not I/N). Fix: merge the certificates "
+                               "written by --shard runs") from None
+    count = shards[0][1]
+    if shards != [(i, count) for i in range(count)]:
+        have = ", ".join(f"{i}/{n}" for i, n in shards)
+        raise CertificateError(f"the shards given ({have}) are not exactly 0/{count} .. {count - 1}/{count}. "
+                               "Fix: pass every shard of the run once")
     ops: dict[str, Any] = {}
     runs: dict[str, dict[str, Any]] = {}
     for cert in certs:
@@ -122,9 +132,13 @@ def merge(certs: list[Mapping[str, Any]]) -> dict[str, Any]:
                 runs[name][size] = entry
     programs = {name: _program_totals(r) for name, r in sorted(runs.items())}
     ops = dict(sorted(ops.items()))
+    units = len(ops) + sum(len(r) for r in runs.values())
+    if first.get("units_total") is not None and units != first["units_total"]:
+        raise CertificateError(f"the shards hold {units} units, the run had {first['units_total']}. "
+                               "Fix: pass the shards of one complete run")
     header = {k: first[k] for k in first if k not in ("summary", "ops", "programs")}
     header["started"] = min(c["started"] for c in certs)
     header["finished"] = max(c["finished"] for c in certs)
     header["elapsed_s"] = round(sum(c.get("elapsed_s", 0.0) for c in certs), 3)
-    header["shard"] = f"merged from {len(certs)} shard(s)"
+    header["shard"] = f"merged {count}/{count}"
     return {**header, "summary": _summary(ops, programs), "ops": ops, "programs": programs}

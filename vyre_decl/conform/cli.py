@@ -88,7 +88,8 @@ def _table(cert: dict[str, Any]) -> str:
         for key, f in failures[:40]:
             lines.append(f"  [{f['kind']}] {key}: {f['message']}")
             if f.get("capsule"):
-                lines.append(f"      replay: python -m vyre_decl.conform replay {f['capsule']}")
+                path = Path(cert.get("capsules") or ".") / f["capsule"]
+                lines.append(f"      replay: python -m vyre_decl.conform replay {path}")
         if len(failures) > 40:
             lines.append(f"  ... and {len(failures) - 40} more (see the certificate)")
     s = cert["summary"]
@@ -177,7 +178,9 @@ def _run(argv: Sequence[str]) -> int:
         "seed": args.seed,
         "cases_per_op": args.cases,
         "selection": {"ops": sorted(args.ops), "dialects": sorted(args.dialect), "programs": with_programs},
+        "units_total": len(units),
         "shard": f"{index}/{count}",
+        "capsules": str(capsules),
         "started": started,
         "finished": _now(),
         "elapsed_s": round(time.perf_counter() - t0, 3),

@@ -115,8 +115,9 @@ def _check(op: OpDef, binding: Binding, law: LawDef, t: DataType, evaluate: Eval
         checks.append(("f(a,g(b,c)) = g(f(a,b),f(a,c))", f(a, g(b, c)), g(f(a, b), f(a, c))))
         checks.append(("f(g(b,c),a) = g(f(b,a),f(c,a))", f(g(b, c), a), g(f(b, a), f(c, a))))
     out_t = op.output_type(binding)
+    ulp = op.tolerance(out_t) if out_t.is_float else 0
     for equation, left, right in checks:
-        bad = mismatches(out_t, left, right)
+        bad = mismatches(out_t, left, right, ulp)
         if bad.size:
             i = int(bad[0])
             example: dict[str, object] = {"equation": equation}

@@ -29,6 +29,7 @@ def one_op_program(op: OpDef, binding: Binding, attrs: tuple[tuple[str, int], ..
     else:
         value = Op(op.id, tuple(Load(f"in{j}", i) for j in range(len(ins))), attr_lits, types)
         out_t = op.output_type(binding)
-    bufs.append(BufferDecl("out", Access.WRITE, out_t, binding=len(ins), count_like="in0"))
+    bufs.append(BufferDecl("out", Access.WRITE, out_t, binding=len(ins), count=0 if ins else 1,
+                           count_like="in0" if ins else None))
     name = re.sub(r"\W", "_", f"{op.id}_{'_'.join(t.value for t in binding)}")
     return Program(tuple(bufs), (64, 1, 1), (Let("v", value), Store("out", i, Var("v"))), name=name)

@@ -167,7 +167,11 @@ class Conformance:
 
     def _backend_eval(self, op_id: str, binding: Binding, args: Sequence[np.ndarray]) -> np.ndarray:
         op = self.registry.get(op_id)
+        n = len(args[0]) if args else 1
         outputs = self.runner.run(one_op_program(op, binding), [np.asarray(a) for a in args], None)
+        if not outputs or np.shape(outputs[0]) != (n,):
+            raise CaseError(f"the backend returned {len(outputs)} output(s) of shape(s) "
+                            f"{[np.shape(o) for o in outputs]} for {n} cases")
         return outputs[0]  # the result (for atomics: the new memory values)
 
     def _capsule(self, unit: str, program: Any, inputs: list[np.ndarray], grid: Any, note: str,
@@ -175,7 +179,7 @@ class Conformance:
         if self.capsule_dir is None:
             return None
         path = write_capsule(self.capsule_dir, unit, program, inputs, grid, self.runner.name, self.seed, note, expect)
-        return str(path)
+        return path.name  # relative to the certificate's capsule directory, so shards merge exactly
 
     # ------------------------------------------------------------------ units
     def run(self, unit: Unit) -> UnitResult:
@@ -188,83 +192,134 @@ class Conformance:
     def _cases(self, op: OpDef, binding: Binding, rng: np.random.Generator) -> list[np.ndarray]:
         types = op.input_types(binding)
         k = len(types)
+        if k == 0:
+            return []
         if all(t is types[0] for t in types):
             w = witnesses(types[0])
             grid = np.indices((len(w),) * k).reshape(k, -1) if len(w) ** k <= 40000 else \
                 rng.integers(0, len(w), (k, 40000))
             wit = [np.array(w, dtype=np.uint64)[row] for row in grid]
             sw = sweep(types[0], k)
-        else:  # mixed operand types (e.g. casts have one): witnesses of each, zipped
+        else:  # mixed operand types (e.g. casts have one): each type's values, cycled to one length
             n = max(len(witnesses(t)) for t in types)
             wit = [np.resize(np.array(witnesses(t), dtype=np.uint64), n) for t in types]
-            sw = [sweep(t, 1)[0] for t in types]
+            sweeps = [sweep(t, 1)[0] for t in types]
+            m = max(len(x) for x in sweeps)
+            sw = [np.resize(x, m) for x in sweeps]
         rnd = [np.array(random_bits(t, self.n_random, rng), dtype=np.uint64) for t in types]
         return [from_bits(t, np.concatenate([a, b, c])) for t, a, b, c in zip(types, wit, sw, rnd)]
+
+    def _compare(self, op: OpDef, binding: Binding, attrs: tuple[tuple[str, int], ...],
+                 cols: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray, str | None]:
+        """Run cases ``cols`` on the backend and the reference: (indices that differ, reference
+        results, backend results, what is wrong with the backend's outputs if their number or shape
+        is off). Atomic ops are also checked on the old value they yield. Raises CaseError."""
+        types, out_t = op.input_types(binding), op.output_type(binding)
+        ulp = op.tolerance(out_t) if out_t.is_float else 0
+        n = len(cols[0]) if cols else 1
+        with np.errstate(all="ignore"):
+            expected = np.broadcast_to(np.asarray(op_function(self.registry, op, binding, attrs)(cols)), (n,))
+        outputs = self.runner.run(one_op_program(op, binding, attrs), cols, None)
+        want = 2 if op.is_atomic else 1
+        shapes = [np.shape(o) for o in outputs]
+        if len(outputs) != want or any(sh != (n,) for sh in shapes):
+            return np.arange(n), expected, np.zeros(n, expected.dtype), \
+                f"the backend returned {len(outputs)} output(s) of shape(s) {shapes}, expected {want} of ({n},)"
+        bad = mismatches(out_t, expected, outputs[0], ulp)
+        if op.is_atomic:
+            bad = np.union1d(bad, mismatches(types[0], cols[0], outputs[1]))
+        return bad, expected, np.asarray(outputs[0]), None
+
+    def _attrs(self, op: OpDef, binding: Binding) -> tuple[tuple[str, int], ...] | None:
+        """Attribute values to test with: defaults, and for required attributes the first KAT's."""
+        required = [a.name for a in op.signature.attrs if a.default is None]
+        if not required:
+            return ()
+        kat = next((k for k in op.kats if k.binding == binding), None)
+        given = dict(kat.attrs) if kat else {}
+        if any(r not in given for r in required):
+            return None
+        return tuple(sorted((r, given[r]) for r in required))
 
     def run_op(self, key: str, op: OpDef, binding: Binding) -> UnitResult:
         res = UnitResult(key)
         rng = _rng(self.seed, key)
-        types, out_t = op.input_types(binding), op.output_type(binding)
-        ulp = op.tolerance(out_t) if out_t.is_float else 0
+        types = op.input_types(binding)
+        attrs = self._attrs(op, binding)
+        if attrs is None:
+            res.failures.append(Failure("error", f"{op.id} has a required attribute and no known-answer test gives it "
+                                        "a value, so no case can be built. Fix: give the attribute a default or add "
+                                        "a KAT with attrs = {...}"))
+            return res
         args = self._cases(op, binding, rng)
-        n = len(args[0])
+        n = len(args[0]) if args else 1
         res.cases += n
-        expected = self._ref_eval(op.id, binding, args)
-        program = one_op_program(op, binding)
         try:
-            outputs = self.runner.run(program, args, None)
-            bad = mismatches(out_t, expected, outputs[0], ulp)
-            if op.is_atomic:  # the atomic also yields the old value
-                bad = np.union1d(bad, mismatches(types[0], args[0], outputs[1]))
+            bad, expected, got, problem = self._compare(op, binding, attrs, args)
             res.passed += n - bad.size
-            if bad.size:
-                res.failures.append(self._op_failure(key, op, binding, args, expected, outputs[0], bad, ulp))
+            if problem:
+                res.failures.append(Failure("backend", problem))
+            elif bad.size:
+                res.failures.append(self._op_failure(key, op, binding, attrs, args, expected, got, bad))
         except CaseError as err:
             res.failures.append(Failure("error", f"the backend could not run the op: {err}"))
-        samples = witnesses(types[0]) + random_bits(types[0], 24, rng)
-        ref_laws = check_laws(op, binding, self._ref_eval, samples)
+        ref_laws: list[Any] = []
+        samples: list[int] = []
+        if types and not attrs:
+            samples = witnesses(types[0]) + random_bits(types[0], 24, rng)
+            ref_laws = check_laws(op, binding, self._ref_eval, samples)
         self._kats(res, op, binding, law_broken=any(not r.holds for r in ref_laws))
         self._laws(res, op, binding, ref_laws, samples)
         return res
 
-    def _op_failure(self, key: str, op: OpDef, binding: Binding, args: list[np.ndarray], expected: np.ndarray,
-                    actual: np.ndarray, bad: np.ndarray, ulp: int) -> Failure:
+    def _op_failure(self, key: str, op: OpDef, binding: Binding, attrs: tuple[tuple[str, int], ...],
+                    args: list[np.ndarray], expected: np.ndarray, actual: np.ndarray, bad: np.ndarray) -> Failure:
         types, out_t = op.input_types(binding), op.output_type(binding)
         i = int(bad[0])
         first = [int(to_bits(t, a[i: i + 1])[0]) for t, a in zip(types, args)]
-        program = one_op_program(op, binding)
+        program = one_op_program(op, binding, attrs)
+
+        def columns(cases: list[list[int]]) -> list[np.ndarray]:
+            return [from_bits(t, [c[j] for c in cases]) for j, t in enumerate(types)]
 
         def still_fails(cands: list[list[int]]) -> list[bool]:
-            cols = [from_bits(t, [c[j] for c in cands]) for j, t in enumerate(types)]
-            exp = self._ref_eval(op.id, binding, cols)
             try:
-                got = self.runner.run(program, cols, None)[0]
+                wrong = set(self._compare(op, binding, attrs, columns(cands))[0].tolist())
             except CaseError:
                 return [False] * len(cands)
-            wrong = set(mismatches(out_t, exp, got, ulp).tolist())
             return [j in wrong for j in range(len(cands))]
 
-        case = shrink_op_case(types, first, still_fails)
-        cols = [from_bits(t, [b]) for t, b in zip(types, case)]
-        exp = self._ref_eval(op.id, binding, cols)
-        try:
-            got = self.runner.run(program, cols, None)[0]
-        except CaseError:
-            got = actual[i: i + 1]
+        # shrink, then make sure the case fails on its own (a bug may need company: a whole
+        # workgroup, a neighbour...); else fall back to the original element, else to every case
+        case = shrink_op_case(types, first, still_fails) if types else []
+        for cols in (columns([case]), columns([first]), args):
+            try:
+                alone_bad, exp, got, _ = self._compare(op, binding, attrs, cols)
+            except CaseError:
+                continue
+            if alone_bad.size:
+                j = int(alone_bad[0])
+                break
+        else:
+            cols, exp, got, j = args, expected, actual, i
+        alone = len(cols[0]) == 1 if cols else True
         details = {
             "op": op.id,
             "types": _types_key(binding),
-            "inputs": _inputs_shown(op, types, cols, 0),
-            "expected": _show(out_t, np.asarray(exp)[0]),
-            "actual": _show(out_t, np.asarray(got)[0]),
+            "inputs": _inputs_shown(op, types, cols, j),
+            "expected": _show(out_t, exp[j]),
+            "actual": _show(out_t, got[j]),
             "mismatches": int(bad.size),
-            "of": int(len(args[0])),
+            "of": int(len(args[0]) if args else 1),
+            "reproduces_alone": alone,
         }
         shown = ", ".join(f"{nm}={v['dec']}" for nm, v in details["inputs"].items())
-        capsule = self._capsule(key, program, cols, None, f"{op.id}({shown})")
-        return Failure("backend", f"{bad.size} of {len(args[0])} cases differ from the reference; smallest: "
-                       f"{op.id}({shown}) = {details['expected']['dec']} expected, {details['actual']['dec']} "
-                       "from the backend", details, capsule)
+        note = f"{op.id}({shown})" if alone else f"{op.id}: element {j} of the whole batch"
+        capsule = self._capsule(key, program, cols, None, note)
+        return Failure("backend", f"{bad.size} of {details['of']} cases differ from the reference; "
+                       f"{'smallest' if alone else 'first (it fails only within the batch)'}: {op.id}({shown}) = "
+                       f"{details['expected']['dec']} expected, {details['actual']['dec']} from the backend", details,
+                       capsule)
 
     def _kats(self, res: UnitResult, op: OpDef, binding: Binding, law_broken: bool) -> None:
         kats = [k for k in op.kats if k.binding == binding]
@@ -279,15 +334,16 @@ class Conformance:
             n = len(want)
             res.kats += n
             res.cases += n
-            with np.errstate(all="ignore"):
-                ref = np.asarray(op_function(self.registry, op, binding, kat.attrs)(args))
             try:
-                got = self.runner.run(one_op_program(op, binding, kat.attrs), args, None)[0]
+                backend_wrong, ref, got, problem = self._compare(op, binding, kat.attrs, args)
             except CaseError as err:
                 res.failures.append(Failure("error", f"the backend could not run the known-answer tests: {err}"))
                 continue
+            if problem:
+                res.failures.append(Failure("backend", problem))
+                continue
             ref_bad = set(mismatches(out_t, want, ref, ulp).tolist())
-            backend_bad = set(mismatches(out_t, ref, got, ulp).tolist())
+            backend_bad = set(backend_wrong.tolist())
             res.passed += n - len(ref_bad | backend_bad)
             for j in sorted(ref_bad)[:_MAX_REPORTED]:
                 backend_meets_kat = mismatches(out_t, want[j: j + 1], got[j: j + 1], ulp).size == 0
@@ -356,6 +412,8 @@ class Conformance:
 
     def _program_mismatches(self, program: Any, expected: list[np.ndarray], actual: list[np.ndarray]) -> list[tuple[Any, np.ndarray, np.ndarray, np.ndarray]]:
         wrong = []
+        if len(actual) != len(expected):  # a missing output is wrong everywhere
+            actual = list(actual)[: len(expected)] + [np.zeros(0)] * (len(expected) - len(actual))
         for decl, e, a in zip(program.outputs, expected, actual):
             bad = buffer_mismatches(decl.dtype, e, a)
             if bad.size:
@@ -404,7 +462,11 @@ def run_units(conf: Conformance, units: Iterable[Unit], total: int, progress: Ca
     results = {}
     t0 = time.perf_counter()
     for i, unit in enumerate(units, 1):
-        r = conf.run(unit)
+        try:
+            r = conf.run(unit)
+        except Exception as exc:  # noqa: BLE001 - one broken unit (e.g. a plugin op) must not end the run
+            r = UnitResult(unit.key, cases=1, failures=[Failure("error", f"the unit crashed the runner: "
+                                                                f"{type(exc).__name__}: {exc}")])
         results[unit.key] = r
         mark = "ok" if r.verdict == "pass" else "FAIL"
         progress(f"[{i:4d}/{total}] {time.perf_counter() - t0:7.1f}s {unit.key}: {r.cases:,} cases, "
