@@ -39,7 +39,16 @@ from ..ir.validate import check
 from ..registry import Registry, default_registry
 from .cache import DiskCache, cache_dir
 from .config import DEFAULT_CONFIG, DispatchConfig
-from .hostio import MAX_ELEMENTS, as_storage, check_repeat, check_workgroup, grid_basis, infer_grid, prepare
+from .hostio import (
+    MAX_ELEMENTS,
+    as_storage,
+    check_repeat,
+    check_workgroup,
+    grid_basis,
+    host_output,
+    infer_grid,
+    prepare,
+)
 
 __all__ = ["CudaBackend", "CudaPipeline", "DeviceBuffer", "PendingDispatch", "Timing", "DispatchSequence",
            "CudaGraph", "DeviceInfo", "CudaPoisoned", "cuda_available"]
@@ -837,7 +846,7 @@ class CudaBackend:
         out = []
         for d, off, n in layout.outputs:
             raw = view[off: off + n * d.dtype.size].view(d.dtype.storage_dtype).copy()
-            out.append(raw != 0 if d.dtype is DataType.BOOL else raw)
+            out.append(host_output(d, raw))
         return out
 
     def _elapsed(self) -> float:
