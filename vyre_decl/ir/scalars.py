@@ -12,11 +12,12 @@ from __future__ import annotations
 import math
 import re
 import struct
-from typing import Final
-
-import numpy as np
+from typing import TYPE_CHECKING, Final
 
 from .types import DataType, parse_type
+
+if TYPE_CHECKING:  # numpy is imported on first use (see to_numpy)
+    import numpy as np
 
 __all__ = [
     "encode",
@@ -26,6 +27,8 @@ __all__ = [
     "parse_value",
     "LITERAL_SUFFIXES",
     "CANONICAL_NAN",
+    "ELEMENTS",
+    "element_bits",
 ]
 
 LITERAL_SUFFIXES: Final = ("bool", "u32", "i32", "u64", "i64", "f32", "f64")
@@ -36,6 +39,36 @@ _BITS_RE: Final = re.compile(r"bits\((0x[0-9a-fA-F]+)\)\Z")
 
 class ScalarError(ValueError):
     """A value that does not fit or does not parse as the requested type."""
+
+
+# Symbolic constants, evaluated per type: the same names serve law elements (`identity(zero)`),
+# compose constants (`T.max`) and template immediates (`{T.max}`). min/max are the least and
+# greatest values of the type: the integer range ends, -inf/+inf for floats, false/true for bool.
+ELEMENTS: Final = ("zero", "one", "min", "max", "all_ones", "inf", "neg_inf", "neg_zero", "nan")
+_FLOAT_ONLY: Final = ("inf", "neg_inf", "neg_zero", "nan")
+
+
+def element_bits(dtype: DataType, spelling: str) -> int:
+    """Bit pattern of a symbolic element (``zero``, ``max``, ...) or a literal (``-0.0``, ``7``)
+    as ``dtype``."""
+    _require_value_type(dtype)
+    if spelling not in ELEMENTS:
+        return parse_value(dtype, spelling)
+    if spelling in _FLOAT_ONLY and not dtype.is_float:
+        raise ScalarError(f"{spelling} is a floating-point element and {dtype} has none. "
+                          f"Fix: restrict it to float types (e.g. @float)")
+    if spelling == "zero":
+        return 0
+    if spelling == "all_ones":
+        return dtype.mask
+    if dtype is DataType.BOOL:
+        return 0 if spelling == "min" else 1
+    if dtype.is_int:
+        value = {"one": 1, "min": dtype.min, "max": dtype.max}[spelling]
+        return int(value) & dtype.mask
+    text = {"one": "1.0", "min": "-inf", "max": "inf", "inf": "inf", "neg_inf": "-inf", "neg_zero": "-0.0",
+            "nan": "nan"}[spelling]
+    return parse_value(dtype, text)
 
 
 def _require_value_type(dtype: DataType) -> None:
@@ -51,8 +84,8 @@ def encode(dtype: DataType, value: object) -> int:
     _require_value_type(dtype)
     if isinstance(value, str):
         return parse_value(dtype, value)
-    if isinstance(value, np.generic):
-        value = value.item()
+    if type(value).__module__ == "numpy":  # a numpy scalar, without importing numpy here
+        value = value.item()  # type: ignore[attr-defined]
     if dtype is DataType.BOOL:
         if isinstance(value, bool) or value in (0, 1):
             return int(bool(value))
@@ -92,6 +125,8 @@ def decode(dtype: DataType, bits: int) -> bool | int | float:
 
 def to_numpy(dtype: DataType, bits: int) -> np.generic:
     """The constant as a numpy scalar of ``dtype.numpy_dtype``, bit-exact (NaN payloads kept)."""
+    import numpy as np
+
     if dtype is DataType.BOOL:
         return np.bool_(bits)
     if dtype.is_float:
@@ -106,12 +141,19 @@ def _float_text(dtype: DataType, bits: int) -> str:
         return "nan" if bits == CANONICAL_NAN[dtype] else f"bits({bits:#x})"
     if math.isinf(value):
         return "inf" if value > 0 else "-inf"
-    text = str(np.float32(value)) if dtype is DataType.F32 else repr(value)
+    text = _shortest_f32(value) if dtype is DataType.F32 else repr(value)
     if not any(c in text for c in ".e"):
         text += ".0"
     if parse_value(dtype, text) != bits:  # shortest form did not round-trip: be exact instead
         return f"bits({bits:#x})"
     return text
+
+
+def _shortest_f32(value: float) -> str:
+    """The shortest decimal text that reads back as the same f32 (what numpy's repr prints)."""
+    import numpy as np
+
+    return str(np.float32(value))
 
 
 def format_literal(dtype: DataType, bits: int) -> str:
@@ -132,6 +174,8 @@ def parse_value(dtype: DataType | str, text: str) -> int:
         dtype = parse_type(dtype)
     _require_value_type(dtype)
     s = text.strip()
+    if not s.isascii():
+        raise ScalarError(f"{text!r} has characters that are not ASCII. Fix: write the number with ASCII digits")
     m = _BITS_RE.match(s)
     if m:
         bits = int(m.group(1), 16)
@@ -156,8 +200,10 @@ def parse_value(dtype: DataType | str, text: str) -> int:
         return bits | (1 << (dtype.bits - 1)) if low.startswith("-") else bits
     try:
         value = float.fromhex(s) if "p" in low and "0x" in low else float(s)
-    except ValueError:
+    except (ValueError, OverflowError):
         raise ScalarError(
             f"{text!r} is not a float. Fix: write e.g. 1.5, -0.0, 1e-3, inf, nan or bits(0x7fc00001)"
         ) from None
+    if math.isinf(value) and "inf" not in low:
+        raise ScalarError(f"{text} is out of range for {dtype}. Fix: write inf, or a value within ±{dtype.max:g}")
     return encode(dtype, value)

@@ -9,9 +9,10 @@ word (0 or 1) in memory and a predicate in registers.
 from __future__ import annotations
 
 import enum
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported on first use, so the IR (and a registry snapshot) loads without it
+    import numpy as np
 
 __all__ = ["DataType", "VALUE_TYPES", "INT_TYPES", "FLOAT_TYPES", "parse_type"]
 
@@ -78,11 +79,15 @@ class DataType(enum.Enum):
     @property
     def storage_dtype(self) -> np.dtype:
         """numpy dtype of the raw memory words (bool: uint32 words, bf16: uint16 bit patterns)."""
+        if not _STORAGE_DTYPE:
+            _numpy_tables()
         return _STORAGE_DTYPE[self]
 
     @property
     def numpy_dtype(self) -> np.dtype:
         """numpy dtype of values of this type in the reference interpreter and at the host API."""
+        if not _NUMPY_DTYPE:
+            _numpy_tables()
         return _NUMPY_DTYPE[self]
 
     @property
@@ -127,24 +132,23 @@ _VALUE_OF: Final = {
 for _t in DataType:
     _VALUE_OF.setdefault(_t, _t)
 
-_STORAGE_DTYPE: Final = {
-    DataType.BOOL: np.dtype(np.uint32),
-    DataType.U8: np.dtype(np.uint8),
-    DataType.U16: np.dtype(np.uint16),
-    DataType.I8: np.dtype(np.int8),
-    DataType.I16: np.dtype(np.int16),
-    DataType.U32: np.dtype(np.uint32),
-    DataType.I32: np.dtype(np.int32),
-    DataType.U64: np.dtype(np.uint64),
-    DataType.I64: np.dtype(np.int64),
-    DataType.F16: np.dtype(np.float16),
-    DataType.BF16: np.dtype(np.uint16),
-    DataType.F32: np.dtype(np.float32),
-    DataType.F64: np.dtype(np.float64),
+_STORAGE_DTYPE: Final[dict[DataType, np.dtype]] = {}
+_NUMPY_DTYPE: Final[dict[DataType, np.dtype]] = {}
+_STORAGE_NAMES: Final = {
+    DataType.BOOL: "uint32",  # a 32-bit word, 0 or 1
+    DataType.BF16: "uint16",  # the bit pattern: numpy has no bfloat16
 }
 
-_NUMPY_DTYPE: Final = dict(_STORAGE_DTYPE)
-_NUMPY_DTYPE[DataType.BOOL] = np.dtype(np.bool_)
+
+def _numpy_tables() -> None:
+    """Fill the numpy dtype tables (on first use)."""
+    import numpy as np
+
+    for t in DataType:
+        name = _STORAGE_NAMES.get(t, {"uint": "uint", "int": "int", "float": "float"}.get(t.kind, "") + str(t.bits))
+        _STORAGE_DTYPE[t] = np.dtype(name)
+        _NUMPY_DTYPE[t] = np.dtype(np.bool_) if t is DataType.BOOL else _STORAGE_DTYPE[t]
+
 
 _RANGE: Final = {
     DataType.BOOL: (0, 1),

@@ -48,7 +48,7 @@ from .nodes import (
     Var,
 )
 from .signature import OpTable, SignatureError
-from .text import KEYWORDS, _TOKEN_RE
+from .lexer import KEYWORDS, TOKEN_RE
 from .types import DataType
 from .walk import subexprs
 
@@ -76,7 +76,7 @@ def is_identifier(name: object) -> bool:
     as a literal (``nan_f32`` would)."""
     if not isinstance(name, str) or not _IDENT_RE.match(name) or name in KEYWORDS:
         return False
-    m = _TOKEN_RE.match(name)
+    m = TOKEN_RE.match(name)
     return not (m and m.lastgroup == "num" and m.end() == len(name))
 
 

@@ -1,0 +1,166 @@
+"""Printing programs and expressions in the text form, with the fewest parentheses that parse back."""
+
+from __future__ import annotations
+
+import json
+
+from . import sugar
+from .nodes import (
+    AXES,
+    Access,
+    Assign,
+    Atomic,
+    Barrier,
+    Block,
+    BufferDecl,
+    BufLen,
+    Expr,
+    Id,
+    If,
+    Let,
+    Lit,
+    Load,
+    Loop,
+    Node,
+    Op,
+    Program,
+    Region,
+    Return,
+    Select,
+    Store,
+    Var,
+)
+from .scalars import format_literal
+
+__all__ = ["print_program", "print_expr"]
+
+
+_INDENT = "  "
+
+
+def print_program(program: Program) -> str:
+    """The canonical text of ``program`` (ends with a newline)."""
+    wx, wy, wz = program.workgroup_size
+    lines = [f"program {program.name} workgroup({wx}, {wy}, {wz}) {{"]
+    for decl in program.buffers:
+        lines.append(_INDENT + _print_buffer(decl))
+    _print_body(program.body, 1, lines)
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _print_buffer(decl: BufferDecl) -> str:
+    if decl.count_like is not None:
+        size = f"len({decl.count_like})"
+    else:
+        size = str(decl.count) if decl.count else ""
+    text = f"buffer {decl.name}: {decl.access.value} {decl.dtype.value}[{size}]"
+    if decl.binding is not None:
+        text += f" @{decl.binding}"
+    if decl.is_output and decl.access is not Access.WRITE:
+        text += " output"
+    return text
+
+
+def _print_body(body: tuple[Node, ...], depth: int, out: list[str]) -> None:
+    for node in body:
+        _print_node(node, depth, out)
+
+
+def _print_block(head: str, body: tuple[Node, ...], depth: int, out: list[str]) -> None:
+    pad = _INDENT * depth
+    out.append(f"{pad}{head}{{")
+    _print_body(body, depth + 1, out)
+    out.append(f"{pad}}}")
+
+
+def _print_node(node: Node, depth: int, out: list[str]) -> None:
+    pad = _INDENT * depth
+    if isinstance(node, Let):
+        out.append(f"{pad}let {node.name} = {print_expr(node.value)}")
+    elif isinstance(node, Assign):
+        out.append(f"{pad}{node.name} = {print_expr(node.value)}")
+    elif isinstance(node, Store):
+        out.append(f"{pad}{node.buffer}[{print_expr(node.index)}] = {print_expr(node.value)}")
+    elif isinstance(node, If):
+        _print_block(f"if {print_expr(node.cond)} ", node.then, depth, out)
+        if node.otherwise:
+            out[-1] += " else {"
+            _print_body(node.otherwise, depth + 1, out)
+            out.append(f"{pad}}}")
+    elif isinstance(node, Loop):
+        head = f"loop {node.var} in {print_expr(node.start)} .. {print_expr(node.end)} "
+        _print_block(head, node.body, depth, out)
+    elif isinstance(node, Return):
+        out.append(f"{pad}return")
+    elif isinstance(node, Barrier):
+        out.append(f"{pad}barrier")
+    elif isinstance(node, Block):
+        _print_block("", node.body, depth, out)
+    elif isinstance(node, Region):
+        _print_block(f"region {json.dumps(node.generator)} ", node.body, depth, out)
+    else:
+        raise TypeError(f"not a statement node: {node!r}")
+
+
+def print_expr(expr: Expr) -> str:
+    """The text of one expression, with the fewest parentheses that parse back to it."""
+    return _expr(expr)[0]
+
+
+def _wrap(part: tuple[str, int], need: int) -> str:
+    text, level = part
+    return text if level >= need else f"({text})"
+
+
+def _expr(e: Expr) -> tuple[str, int]:
+    prim = sugar.PRIMARY_PRECEDENCE
+    if isinstance(e, Lit):
+        return format_literal(e.dtype, e.bits), prim
+    if isinstance(e, Var):
+        return e.name, prim
+    if isinstance(e, Load):
+        return f"{e.buffer}[{print_expr(e.index)}]", prim
+    if isinstance(e, BufLen):
+        return f"len({e.buffer})", prim
+    if isinstance(e, Id):
+        return f"{e.kind.value}.{AXES[e.axis]}", prim
+    if isinstance(e, Select):
+        return f"select({print_expr(e.cond)}, {print_expr(e.if_true)}, {print_expr(e.if_false)})", prim
+    if isinstance(e, Atomic):
+        args = "".join(", " + print_expr(a) for a in e.args)
+        return f"atomic {e.op}({e.buffer}[{print_expr(e.index)}]{args})", prim
+    if isinstance(e, Op):
+        return _op_expr(e)
+    raise TypeError(f"not an expression node: {e!r}")
+
+
+def _op_expr(e: Op) -> tuple[str, int]:
+    plain = not e.attrs
+    if plain and not e.types and len(e.args) == 2 and e.op in sugar.BINARY_BY_OP:
+        sym = sugar.BINARY_BY_OP[e.op]
+        level = sugar.BINARY_PRECEDENCE[sym]
+        left = _wrap(_expr(e.args[0]), level)
+        right = _wrap(_expr(e.args[1]), level + 1)
+        return f"{left} {sym} {right}", level
+    if plain and not e.types and len(e.args) == 1 and e.op in sugar.UNARY_BY_OP:
+        operand = _expr(e.args[0])
+        # a literal operand keeps its parentheses so -(5i32) is not read back as the literal -5i32
+        if isinstance(e.args[0], Lit):
+            operand = (operand[0], 0)
+        return f"{sugar.UNARY_BY_OP[e.op]}{_wrap(operand, sugar.UNARY_PRECEDENCE)}", sugar.UNARY_PRECEDENCE
+    if (
+        plain
+        and e.op == sugar.CAST_OP
+        and len(e.args) == 1
+        and len(e.types) == 1
+        and e.types[0][0] == sugar.CAST_TYPE_VAR
+    ):
+        operand = _wrap(_expr(e.args[0]), sugar.UNARY_PRECEDENCE)
+        return f"{operand} as {e.types[0][1].value}", sugar.CAST_PRECEDENCE
+    generics = [f"{name}={dtype.value}" for name, dtype in e.types]
+    generics += [f"{name}={format_literal(lit.dtype, lit.bits)}" for name, lit in e.attrs]
+    head = e.op + (f"<{', '.join(generics)}>" if generics else "")
+    return f"{head}({', '.join(print_expr(a) for a in e.args)})", sugar.PRIMARY_PRECEDENCE
+
+
