@@ -10,7 +10,7 @@ import tomllib
 from pathlib import Path
 
 from vyre_decl.registry import load
-from vyre_decl.registry.cli import main
+from vyre_decl.ops import main
 
 ROOT = Path(__file__).resolve().parent.parent
 BAD = ROOT / "tests" / "fixtures" / "bad_ops"
@@ -28,7 +28,7 @@ def test_list_table_and_json(capsys):
 def test_show(capsys):
     assert main(["show", "primitive.math.div"]) == 0
     out = capsys.readouterr().out
-    assert "kernel int_div" in out and "right_identity" in out
+    assert "reference : int_div for u32" in out and "right_identity(one)" in out and "signature : (a: T, b: T)" in out
     assert main(["show", "primitive.logical.not", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["compose"] == "a == false"
     assert main(["show", "primitive.math.nope"]) == 1
@@ -60,7 +60,7 @@ def test_new_scaffolds_a_loadable_op(tmp_path, capsys):
 def test_schema_is_json_schema(capsys):
     assert main(["schema"]) == 0
     schema = json.loads(capsys.readouterr().out)
-    assert schema["title"] == "vyre_decl op file" and "OpSpec" in schema["$defs"]
+    assert schema["title"] == "vyre_decl op file (format v2)" and "OpSpec" in schema["$defs"]
     assert schema["$defs"]["OpSpec"]["additionalProperties"] is False
 
 

@@ -20,8 +20,10 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cuda_available(), reason="
                                                   "loaded or reports no device")]
 
 
-def conform(tmp_path: Path, *args: str, ops_path: Path | None = None) -> tuple[int, dict, str]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+def conform(tmp_path: Path, *args: str, ops_path: Path | None = None,
+            pythonpath: Path | None = None) -> tuple[int, dict, str]:
+    paths = [str(pythonpath) if pythonpath else "", str(ROOT), os.environ.get("PYTHONPATH")]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, paths)),
                VYRE_DECL_CACHE_DIR=str(tmp_path / "cache"))
     if ops_path:
         env["VYRE_DECL_OPS_PATH"] = str(ops_path)
@@ -49,27 +51,32 @@ version = "1.0.0"
 [[op]]
 id = "planted_gpu.add"
 summary = "addition whose PTX template drops bit 7 of the sum"
-category = "intrinsic"
-type_vars = { T = ["u32"] }
-inputs = [{ name = "a", type = "T" }, { name = "b", type = "T" }]
-outputs = [{ name = "out", type = "T" }]
-reference = { ufunc = "add" }
-ptx = { u32 = '''
-add.u32 {out}, {a}, {b};
-and.b32 {out}, {out}, 0xFFFFFF7F;''' }
+signature = "(a: T, b: T) -> T"
+types = { T = "u32" }
+reference = "add"
+ptx = "add.u32 {out}, {a}, {b}; and.b32 {out}, {out}, 0xFFFFFF7F;"
+"""
 
-[[op]]
-id = "planted_gpu.poke"
-summary = "returns a, but its template stores to device address 16"
-category = "intrinsic"
-inputs = [{ name = "a", type = "u32" }]
-outputs = [{ name = "out", type = "u32" }]
-reference = { ufunc = "positive" }
-temps = { p = "u64" }
-ptx = '''
-mov.u64 {p}, 16;
-st.global.u32 [{p}], {a};
-mov.b32 {out}, {a};'''
+# Op templates cannot touch memory (the loader refuses it), so the illegal-address fault is planted
+# below the op format: every process of the run (the runner and its isolated workers) imports this
+# sitecustomize, which makes the emitter append a store to device address 16 to the program "poke".
+FAULT_HOOK = """
+import vyre_decl.emit as _emit
+import vyre_decl.emit.ptx as _ptx
+from dataclasses import replace as _replace
+
+_real = _ptx.emit
+
+
+def _planted(program, *args, **kwargs):
+    module = _real(program, *args, **kwargs)
+    if program.name != "poke":
+        return module
+    store = "\\t{ .reg .u64 %fault; mov.u64 %fault, 16; st.global.u32 [%fault], 0; }\\n$L_exit:"
+    return _replace(module, text=module.text.replace("$L_exit:", store, 1))
+
+
+_ptx.emit = _emit.emit = _planted
 """
 
 
@@ -77,16 +84,20 @@ def test_planted_template_bug_and_fault(tmp_path):
     ops = tmp_path / "ops"
     ops.mkdir()
     (ops / "planted_gpu.toml").write_text(BAD_TEMPLATE)
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(FAULT_HOOK)
     programs = tmp_path / "programs"
     programs.mkdir()
     (programs / "a_fault.vyre").write_text("""program poke workgroup(64, 1, 1) {
   buffer a: read u32[] @0
   buffer o: write u32[len(a)] @1
   let i = gid.x
-  if i < len(a) { o[i] = planted_gpu.poke(a[i]) }
+  if i < len(a) { o[i] = a[i] }
 }""")
     (programs / "b_fine.vyre").write_text((ROOT / "corpus" / "01_vadd_u32.vyre").read_text())
-    code, cert, text = conform(tmp_path, "--dialect", "planted_gpu", "--programs", str(programs), ops_path=ops)
+    code, cert, text = conform(tmp_path, "--dialect", "planted_gpu", "--programs", str(programs), ops_path=ops,
+                               pythonpath=hook)
     print(text)
     assert code == 1
     (bug,) = [f for f in cert["ops"]["planted_gpu.add[u32]"]["failures"] if f["kind"] == "backend"]

@@ -328,10 +328,8 @@ version = "1.0.0"
 [[op]]
 id = "badjit.add"
 summary = "a template with a typo"
-category = "intrinsic"
-inputs = [{ name = "a", type = "u32" }, { name = "b", type = "u32" }]
-outputs = [{ name = "out", type = "u32" }]
-reference = { ufunc = "add" }
+signature = "(a: u32, b: u32) -> u32"
+reference = "add"
 ptx = "add.u33 {out}, {a}, {b};"
 """)
     be = CudaBackend(registry=load([tmp_path], env=False))

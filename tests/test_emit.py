@@ -127,10 +127,7 @@ version = "1.0.0"
 [[op]]
 id = "t.scale"
 summary = "a * s + k"
-category = "intrinsic"
-inputs = [{ name = "a", type = "f32" }]
-outputs = [{ name = "out", type = "f32" }]
-attrs = [{ name = "s", type = "f32", default = 3.0 }, { name = "k", type = "f64", default = -0.5 }, { name = "n", type = "i32", default = -7 }]
+signature = "(a: f32; s: f32 = 3.0, k: f64 = -0.5, n: i32 = -7) -> f32"
 compose = "a * s"
 temps = { d = "f64", w = "f32" }
 ptx = '''
@@ -161,10 +158,8 @@ version = "1.0.0"
 [[op]]
 id = "bad.add"
 summary = "a template with a typo"
-category = "intrinsic"
-inputs = [{ name = "a", type = "u32" }, { name = "b", type = "u32" }]
-outputs = [{ name = "out", type = "u32" }]
-reference = { ufunc = "add" }
+signature = "(a: u32, b: u32) -> u32"
+reference = "add"
 ptx = "add.u33 {out}, {a}, {b};"
 """)
     reg = load([tmp_path], env=False)

@@ -57,7 +57,7 @@ def test_env_path_takes_several_directories(tmp_path):
     other.mkdir()
     (other / "demo.more.toml").write_text(
         '[dialect]\nname = "demo.more"\nversion = "0.1.0"\n[[op]]\nid = "demo.more.twice"\nsummary = "2a"\n'
-        'category = "composite"\ninputs = [{ name = "a", type = "u32" }]\noutputs = [{ name = "out", type = "u32" }]\n'
+        'signature = "(a: u32) -> u32"\n'
         'compose = "a + a"\n')
     proc = run_with(os.pathsep.join([str(EXTRA), str(other)]), tmp_path)
     assert proc.returncode == 0, proc.stderr

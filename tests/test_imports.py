@@ -1,8 +1,10 @@
-"""Import cost: `import vyre_decl` loads neither the registry nor pydantic; the layers import in
-one direction only (ir <- registry <- reference <- backends)."""
+"""Import cost: `import vyre_decl` loads neither the registry nor pydantic, a registry loads
+without pydantic and numpy; the layers import in one direction only
+(ir <- registry <- reference, emit <- backends <- conform <- ops)."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -30,14 +32,48 @@ def test_building_and_printing_programs_needs_no_registry():
     assert "pydantic" not in mods and "vyre_decl.registry" not in mods
 
 
+def test_a_registry_loads_without_pydantic_or_numpy(tmp_path):
+    env = f"import os; os.environ['VYRE_DECL_CACHE_DIR'] = {str(tmp_path)!r}\n"
+    for _ in range(2):  # the first run reads the op files, the second the snapshot
+        mods = _modules_after(env + "from vyre_decl.registry import default_registry\n"
+                              "assert len(default_registry()) >= 44")
+        assert "pydantic" not in mods and "numpy" not in mods and "vyre_decl.registry.files" in mods or _
+    mods = _modules_after(env + "from vyre_decl.registry import default_registry\ndefault_registry()")
+    assert "vyre_decl.registry.files" not in mods, "a valid snapshot must not load the checking machinery"
+
+
+LAYERS = [["ir"], ["registry"], ["reference", "emit"], ["backends"], ["conform"], ["ops"]]
+
+
+def _imported_packages(path: Path) -> set[str]:
+    """The vyre_decl subpackages ``path`` imports (``ir``, ``registry`` ...), read from its AST."""
+    rel = path.relative_to(ROOT).with_suffix("").parts  # ('vyre_decl', 'registry', 'loader')
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = []
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = list(rel[:-node.level])
+                names = [".".join(base + ([node.module] if node.module else []) + ([a.name] if not node.module else []))
+                         for a in node.names]
+            else:
+                names = [node.module or ""]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "vyre_decl" and len(parts) > 1:
+                found.add(parts[1])
+    return found
+
+
 def test_layers_import_one_way():
-    order = ["ir", "registry", "reference", "backends", "conform"]
-    for i, layer in enumerate(order):
-        for path in (ROOT / "vyre_decl" / layer).rglob("*.py"):
-            text = path.read_text()
-            for later in order[i + 1:]:
-                assert f"from ..{later}" not in text and f"vyre_decl.{later}" not in text.replace(
-                    f'"vyre_decl.{layer}', ""), f"{path} imports the later layer {later}"
+    for i, layer in enumerate(LAYERS):
+        for name in layer:
+            others = {n for n in layer if n != name} | {n for later in LAYERS[i + 1:] for n in later}
+            for path in (ROOT / "vyre_decl" / name).rglob("*.py"):
+                bad = _imported_packages(path) & others
+                assert not bad, f"{path} imports {bad}, which {name} may not import"
 
 
 def test_public_names_resolve():

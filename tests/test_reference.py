@@ -285,9 +285,8 @@ def test_op_function_cache_follows_the_registry(tmp_path):
     results = set()
     for i in range(30):
         (tmp_path / "e.toml").write_text(
-            '[dialect]\nname = "ext"\nversion = "1.0.0"\n[[op]]\nid = "ext.f"\nsummary = "s"\ncategory = "composite"\n'
-            'inputs = [{ name = "a", type = "u32" }, { name = "b", type = "u32" }]\n'
-            f'outputs = [{{ name = "out", type = "u32" }}]\ncompose = "{"a + b" if i % 2 else "a - b"}"\n')
+            '[dialect]\nname = "ext"\nversion = "1.0.0"\n[[op]]\nid = "ext.f"\nsummary = "s"\n'
+            f'signature = "(a: u32, b: u32) -> u32"\ncompose = "{"a + b" if i % 2 else "a - b"}"\n')
         reg = load([tmp_path], standard=True, env=False)
         got = int(op_function(reg, reg.get("ext.f"), ())([np.uint32(10), np.uint32(3)]))
         results.add((i % 2, got))

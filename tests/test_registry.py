@@ -129,8 +129,8 @@ def test_higher_semver_wins_with_a_note(tmp_path):
 def test_rejecting_a_file_rejects_files_that_depend_on_it(tmp_path):
     (tmp_path / "base.toml").write_text((FIXTURES / "bad_ops" / "18_missing_template.toml").read_text())
     (tmp_path / "user.toml").write_text(
-        '[dialect]\nname = "user"\nversion = "1.0.0"\n[[op]]\nid = "user.twice"\nsummary = "s"\ncategory = "composite"\n'
-        'inputs = [{ name = "a", type = "u32" }]\noutputs = [{ name = "out", type = "u32" }]\n'
+        '[dialect]\nname = "user"\nversion = "1.0.0"\n[[op]]\nid = "user.twice"\nsummary = "s"\n'
+        'signature = "(a: u32) -> u32"\n'
         'compose = "bad.x.good(a, a)"\n')
     reg = load([tmp_path], env=False)
     assert "user.twice" not in reg

@@ -77,7 +77,7 @@ def __getattr__(name: str) -> Any:
 def validate(program: "Program", registry: "Registry | None" = None) -> list["Diagnostic"]:
     """Every problem in ``program`` against ``registry`` (default: the standard ops plus
     VYRE_DECL_OPS_PATH); an empty list means it is valid."""
-    from .ir.validate import validate as _validate
+    from .ir.validation import validate as _validate
     from .registry import default_registry as _default
 
     return _validate(program, registry or _default())

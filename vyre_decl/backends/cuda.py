@@ -35,9 +35,9 @@ from ..emit import EMITTER_CONTRACT, PtxModule, Target, choose_target, emit, exp
 from ..ir.diagnostics import Diagnostic, VyreError
 from ..ir.nodes import Access, BufferDecl, Program
 from ..ir.types import DataType
-from ..ir.validate import check
+from ..ir.validation import check
 from ..registry import Registry, default_registry
-from .cache import DiskCache, cache_dir
+from ..diskcache import DiskCache, cache_dir
 from .config import DEFAULT_CONFIG, DispatchConfig
 from .hostio import (
     MAX_ELEMENTS,

@@ -10,7 +10,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..ir.nodes import Program
-from ..ir.validate import check
+from ..ir.validation import check
 from ..reference.interpreter import CompiledProgram, compile_program
 from ..registry import Registry, default_registry
 from .config import DEFAULT_CONFIG, DispatchConfig

@@ -1,24 +1,29 @@
-"""Checking an op's declared algebraic laws on any evaluator (the reference, or a backend).
+"""Checking algebraic laws on any evaluator (the reference, or a backend).
 
-``check_laws(op, binding, evaluate, samples)`` tries every law that applies to ``binding`` on the
-sample values and returns one ``LawResult`` per law, with a counterexample when it fails.
-Values are compared bit-exactly, except that all NaNs are equal.
+The equations come from the law catalogue (``registry.laws.CATALOGUE``); this module only
+evaluates them: ``check_law(op, binding, law, evaluate, samples)`` tries one law on every tuple
+of the sample values (or a seeded random choice of them), ``check_laws`` every declared law
+that applies to a binding. Values are compared bit-exactly, except that all NaNs are equal.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from functools import lru_cache
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from ..ir.scalars import decode
 from ..ir.signature import Binding
 from ..ir.types import DataType
+from ..registry.laws import CATALOGUE
 from ..registry.model import LawDef, OpDef
+from ..registry.registry import Registry
 from .values import from_bits, mismatches, to_bits
 
-__all__ = ["LawResult", "check_laws"]
+__all__ = ["LawResult", "check_law", "check_laws", "Evaluate"]
 
 Evaluate = Callable[[str, Binding, Sequence[np.ndarray]], np.ndarray]
 """evaluate(op_id, binding, args) -> results, elementwise."""
@@ -40,6 +45,38 @@ class LawResult:
         return f"{self.op} [{types}] {self.law}: FAILS, e.g. {self.counterexample}"
 
 
+Term = Any  # a variable name, or (function name, argument terms...)
+
+
+@lru_cache(maxsize=None)
+def _parse(text: str) -> Term:
+    """``f(a,g(b,c))`` as nested tuples ('f', 'a', ('g', 'b', 'c'))."""
+    tokens = re.findall(r"[a-z]|[(),]", text)
+    pos = 0
+
+    def term() -> Term:
+        nonlocal pos
+        name = tokens[pos]
+        pos += 1
+        if pos < len(tokens) and tokens[pos] == "(":
+            pos += 1
+            args = [term()]
+            while tokens[pos] == ",":
+                pos += 1
+                args.append(term())
+            pos += 1  # ')'
+            return (name, *args)
+        return name
+
+    return term()
+
+
+def _variables(term: Term) -> set[str]:
+    if isinstance(term, str):
+        return {term} if term in "abc" else set()
+    return set().union(*(_variables(t) for t in term[1:]))
+
+
 def _columns(samples: list[int], arity: int, limit: int, seed: int) -> list[list[int]]:
     """Every ``arity``-tuple of ``samples`` (as columns) or, past ``limit`` tuples, a seeded random
     choice of ``limit`` of them."""
@@ -52,83 +89,54 @@ def _columns(samples: list[int], arity: int, limit: int, seed: int) -> list[list
     return [pool[row].tolist() for row in idx]
 
 
-def check_laws(
-    op: OpDef,
-    binding: Binding,
-    evaluate: Evaluate,
-    samples: list[int],
-    limit: int = 20000,
-) -> list[LawResult]:
-    """Check every law of ``op`` that applies to ``binding`` on ``samples`` (bit patterns of the
-    op's operand type)."""
-    m = op.binding_map(binding)
-    laws = [law for law in op.laws if law.applies(m)]
-    if not laws:
-        return []
+def check_law(op: OpDef, binding: Binding, law: LawDef, evaluate: Evaluate, samples: list[int],
+              registry: Registry, limit: int = 20000) -> LawResult:
+    """Check one law of ``op`` (declared or a candidate) for ``binding`` on ``samples`` (bit
+    patterns of the op's operand type); ``registry`` resolves the op a distributive law names."""
+    kind = CATALOGUE[law.law]
+    arity = len(op.signature.inputs)
+    equations = [(_parse(lhs), _parse(rhs)) for lhs, rhs in kind.equations[arity]]
+    names = sorted(set().union(*(_variables(lt) | _variables(rt) for lt, rt in equations)))
     t: DataType = op.input_types(binding)[0]
-    results = []
-    for law in laws:
-        results.append(_check(op, binding, law, t, evaluate, samples, limit))
-    return results
-
-
-def _check(op: OpDef, binding: Binding, law: LawDef, t: DataType, evaluate: Evaluate,
-           samples: list[int], limit: int) -> LawResult:
-    f = lambda *args: evaluate(op.id, binding, args)  # noqa: E731
-    kind = law.law
-    unary = len(op.signature.inputs) == 1
-    arity = 3 if kind in ("associative", "distributive") else 2 if kind == "commutative" else 1
-    cols = _columns(samples, arity, limit, arity)
-    xs = [from_bits(t, list(c)) for c in cols]
-    n = len(xs[0])
-    checks: list[tuple[str, np.ndarray, np.ndarray]] = []  # (equation, left, right)
-    if kind in ("identity", "left_identity", "right_identity", "absorbing", "left_absorbing",
-                "right_absorbing", "self_inverse"):
-        e = from_bits(t, [law.element_bits(t)] * n)
-        a = xs[0]
-    if kind == "commutative":
-        checks.append(("f(a,b) = f(b,a)", f(xs[0], xs[1]), f(xs[1], xs[0])))
-    elif kind == "associative":
-        a, b, c = xs
-        checks.append(("f(f(a,b),c) = f(a,f(b,c))", f(f(a, b), c), f(a, f(b, c))))
-    elif kind in ("identity", "left_identity"):
-        checks.append(("f(e,a) = a", f(e, a), a))
-    if kind in ("identity", "right_identity"):
-        checks.append(("f(a,e) = a", f(a, e), a))
-    if kind in ("absorbing", "left_absorbing"):
-        checks.append(("f(z,a) = z", f(e, a), e))
-    if kind in ("absorbing", "right_absorbing"):
-        checks.append(("f(a,z) = z", f(a, e), e))
-    if kind == "self_inverse":
-        checks.append(("f(a,a) = e", f(a, a), e))
-    if kind == "idempotent":
-        a = xs[0]
-        if unary:
-            checks.append(("f(f(a)) = f(a)", f(f(a)), f(a)))
-        else:
-            checks.append(("f(a,a) = a", f(a, a), a))
-    if kind == "involution":
-        checks.append(("f(f(a)) = a", f(f(xs[0])), xs[0]))
-    if kind == "distributive":
-        a, b, c = xs
-        g = lambda x, y: evaluate(law.over, binding, (x, y))  # noqa: E731
-        checks.append(("f(a,g(b,c)) = g(f(a,b),f(a,c))", f(a, g(b, c)), g(f(a, b), f(a, c))))
-        checks.append(("f(g(b,c),a) = g(f(b,a),f(c,a))", f(g(b, c), a), g(f(b, a), f(c, a))))
     out_t = op.output_type(binding)
+    cols = _columns(samples, len(names), limit, len(names))
+    env: dict[str, np.ndarray] = {name: from_bits(t, list(c)) for name, c in zip(names, cols)}
+    n = len(cols[0])
+    if law.element is not None:
+        et = out_t if kind.element == "result" else t
+        env["e"] = from_bits(et, [law.element_bits(et)] * n)
+    fns: dict[str, tuple[str, Binding]] = {"f": (op.id, binding)}
+    if law.over is not None:
+        fns["g"] = (law.over, registry.get(law.over).signature.bind([out_t, out_t])[0])
+
+    def value(term: Term) -> np.ndarray:
+        if isinstance(term, str):
+            return env[term]
+        op_id, b = fns[term[0]]
+        return evaluate(op_id, b, [value(a) for a in term[1:]])
+
     ulp = op.tolerance(out_t) if out_t.is_float else 0
-    for equation, left, right in checks:
+    for (lt, rt), (lhs, rhs) in zip(equations, kind.equations[arity]):
+        left, right = value(lt), value(rt)
         bad = mismatches(out_t, left, right, ulp)
         if bad.size:
             i = int(bad[0])
-            example: dict[str, object] = {"equation": equation}
-            for name, col in zip("abc", xs):
-                example[name] = _show(t, col[i])
+            example: dict[str, object] = {"equation": f"{lhs} = {rhs}"}
+            for name in names:
+                example[name] = _show(t, env[name][i])
             if law.element is not None:
                 example["element"] = law.element
             example["left"] = _show(out_t, np.asarray(left)[i])
             example["right"] = _show(out_t, np.asarray(right)[i])
-            return LawResult(op.id, binding, kind, False, n, example)
-    return LawResult(op.id, binding, kind, True, n)
+            return LawResult(op.id, binding, law.text or law.law, False, n, example)
+    return LawResult(op.id, binding, law.text or law.law, True, n)
+
+
+def check_laws(op: OpDef, binding: Binding, evaluate: Evaluate, samples: list[int], registry: Registry,
+               limit: int = 20000) -> list[LawResult]:
+    """Check every declared law of ``op`` that applies to ``binding``."""
+    m = op.binding_map(binding)
+    return [check_law(op, binding, law, evaluate, samples, registry, limit) for law in op.laws if law.applies(m)]
 
 
 def _show(t: DataType, value: object) -> str:

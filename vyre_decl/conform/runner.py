@@ -267,7 +267,7 @@ class Conformance:
         samples: list[int] = []
         if types and not attrs:
             samples = witnesses(types[0]) + random_bits(types[0], 24, rng)
-            ref_laws = check_laws(op, binding, self._ref_eval, samples)
+            ref_laws = check_laws(op, binding, self._ref_eval, samples, self.registry)
         self._kats(res, op, binding, law_broken=any(not r.holds for r in ref_laws))
         self._laws(res, op, binding, ref_laws, samples)
         return res
@@ -376,7 +376,7 @@ class Conformance:
                                         "on the reference for " + where):
             return  # a wrong law says nothing about the backend
         try:
-            backend_results = check_laws(op, binding, self._backend_eval, samples)
+            backend_results = check_laws(op, binding, self._backend_eval, samples, self.registry)
         except CaseError as err:
             res.failures.append(Failure("error", f"the backend could not evaluate the laws: {err}"))
             return

@@ -57,33 +57,19 @@ from ..ir.nodes import (
 )
 from ..ir.text import print_expr
 from ..ir.types import DataType
-from ..ir.validate import check
+from ..ir.validation import check
 from ..ir.walk import body_exprs, statements
 from ..registry import OpDef, Registry, default_registry
+from ..registry.templates import PTX_TYPE, immediate
 from .target import EMITTER_CONTRACT, Target, choose_target
 
 __all__ = ["emit", "kernel_abi", "PtxModule", "KernelABI", "AbiParam"]
 
-# value type -> (PTX register type, register prefix, ld/st type, mov/selp type)
-_REG: Final = {
-    DataType.BOOL: ("pred", "%p"),
-    DataType.U32: ("u32", "%r"),
-    DataType.I32: ("s32", "%s"),
-    DataType.U64: ("u64", "%rd"),
-    DataType.I64: ("s64", "%sd"),
-    DataType.F32: ("f32", "%f"),
-    DataType.F64: ("f64", "%fd"),
-}
+# value type -> (PTX register type, register prefix)
+_REG: Final = {t: (PTX_TYPE[t], prefix) for t, prefix in (
+    (DataType.BOOL, "%p"), (DataType.U32, "%r"), (DataType.I32, "%s"), (DataType.U64, "%rd"),
+    (DataType.I64, "%sd"), (DataType.F32, "%f"), (DataType.F64, "%fd"))}
 _B16: Final = ("b16", "%h")
-_ZERO: Final = {
-    DataType.BOOL: "0",
-    DataType.U32: "0",
-    DataType.I32: "0",
-    DataType.U64: "0",
-    DataType.I64: "0",
-    DataType.F32: "0f00000000",
-    DataType.F64: "0d0000000000000000",
-}
 # storage type -> ld/st instruction type for the value register
 _MEM_TYPE: Final = {
     DataType.U8: "u8",
@@ -125,19 +111,6 @@ class PtxModule:
     @property
     def entry(self) -> str:
         return self.abi.entry
-
-
-def immediate(lit_type: DataType, bits: int) -> str:
-    """A constant as a PTX immediate operand (floats as exact hex: 0f3F800000, 0d...)."""
-    if lit_type is DataType.F32:
-        return f"0f{bits:08X}"
-    if lit_type is DataType.F64:
-        return f"0d{bits:016X}"
-    if lit_type is DataType.BOOL:
-        return "1" if bits else "0"
-    if lit_type.is_signed and bits >> (lit_type.bits - 1):
-        return str(bits - (1 << lit_type.bits))
-    return str(bits)
 
 
 def _short(text: str) -> str:
@@ -318,7 +291,7 @@ class _Emitter:
                 self.emit(f"mov.b32 {out}, {w};")
             return out, vt, True
         out = self.reg(vt)
-        self.emit(f"mov.{_REG[vt][0]} {out}, {_ZERO[vt]};")
+        self.emit(f"mov.{_REG[vt][0]} {out}, {immediate(vt, 0)};")
         self.emit(f"@{p} ld{space}.{_MEM_TYPE[st]} {out}, [{a}];")
         return out, vt, True
 
@@ -343,8 +316,8 @@ class _Emitter:
             names[temp] = self.reg(t)
         types = ",".join(t.value for t in binding)
         self.comment(f"op {op.id}<{types}>")
-        for line in tmpl.text.format(**names).strip().splitlines():
-            self.emit(line.strip())
+        for line in tmpl.fill(names):
+            self.emit(line)
 
     def op(self, e: Op) -> tuple[str, DataType, bool]:
         op = self.registry.get(e.op)
@@ -355,14 +328,18 @@ class _Emitter:
         attrs.update({name: lit.bits for name, lit in e.attrs})
         attr_types = {a.name: a.dtype for a in sig.attrs}
         if binding not in op.templates:  # a composite without its own template: inline compose
-            assert op.compose is not None
+            comp = op.compose_for(binding)
+            assert comp is not None, f"{op.id} has neither a template nor a compose definition for {binding}"
             saved = self.vars
             self.vars = {p.name: (r, t) for p, (r, t, _) in zip(sig.inputs, args)}
             for name, bits in attrs.items():
                 r, t, _ = self.expr(Lit(attr_types[name], bits))
                 self.vars[name] = (r, t)
             self.comment(f"inline {op.id}: {op.compose_text}")
-            r, t, owned = self.expr(op.compose)
+            for name, value in comp.steps:
+                r, t, _ = self.expr(value)
+                self.vars[name] = (r, t)
+            r, t, owned = self.expr(comp.result)
             self.vars = saved
             return r, t, owned
         out = self.reg(out_t)

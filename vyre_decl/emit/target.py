@@ -17,7 +17,7 @@ from ..ir.diagnostics import VyreError
 __all__ = ["Target", "choose_target", "parse_target", "driver_max_ptx", "EMITTER_CONTRACT", "MIN_SM", "DEFAULT_TARGET"]
 
 # Changes whenever a lowering rule changes (it is part of every PTX cache key).
-EMITTER_CONTRACT: Final = "vyre_decl.ptx/1"
+EMITTER_CONTRACT: Final = "vyre_decl.ptx/2"
 
 # Lowest compute capability we emit for: cvt.rn.bf16.f32 needs sm_80 (and CUDA 13's ptxas
 # no longer assembles for sm_70).

@@ -405,6 +405,9 @@ class _Parser:
                     attrs[key] = Lit(DataType.BOOL, int(nxt.text == "true"))
                 else:
                     negative = self.accept("-")
+                    if self.peek().kind not in ("num", "int"):
+                        self.error(self.peek(), "P002", f"attribute {key} must be a literal, found "
+                                   f"{self._describe(self.peek())}", f"write a typed literal, e.g. <{key}=3u32>")
                     attrs[key] = self.literal(negative)
                 if not self.accept(","):
                     break

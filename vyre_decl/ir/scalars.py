@@ -94,8 +94,9 @@ def encode(dtype: DataType, value: object) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise ScalarError(f"{value!r} is not an integer. Fix: write an integer literal for {dtype}")
         if not dtype.min <= value <= dtype.max:
+            shown = str(value) if value.bit_length() <= 128 else f"an integer of {value.bit_length()} bits"
             raise ScalarError(
-                f"{value} does not fit in {dtype} (range {dtype.min}..{dtype.max}). "
+                f"{shown} does not fit in {dtype} (range {dtype.min}..{dtype.max}). "
                 f"Fix: use a value in range or a wider type"
             )
         return value & dtype.mask

@@ -48,7 +48,7 @@ from ..ir.scalars import to_numpy
 from ..ir.signature import Binding
 from ..ir.types import DataType
 from ..registry import OpDef, Registry
-from ..registry.semantics import KERNELS, ufunc
+from .kernels import KERNELS, ufunc
 from .memory import to_storage, to_value
 
 __all__ = ["CompiledProgram", "compile_program", "op_function", "CHUNK_INVOCATIONS"]
@@ -120,29 +120,38 @@ def _make_op_function(registry: Registry, op: OpDef, binding: Binding, attrs: tu
     attr_values.update(dict(attrs))
     consts = {name: to_numpy(attr_types[name], bits) for name, bits in attr_values.items()}
     ref = op.reference_for(binding)
-    if ref is not None and ref.ufunc is not None:
-        uf = ufunc(ref.ufunc)
+    if ref is not None and ref not in KERNELS:
+        uf = ufunc(ref)
 
         def via_ufunc(args: Sequence[Value]) -> Value:
             r = uf(*args)
             return r if r.dtype == out_dtype else r.astype(out_dtype)
 
         return via_ufunc
-    if ref is not None and ref.kernel is not None:
-        kernel = KERNELS[ref.kernel]
+    if ref is not None:
+        kernel = KERNELS[ref]
         types = op.binding_map(binding)
         return lambda args: kernel(args, out=out_type, types=types, attrs=consts)
-    assert op.compose is not None, f"{op.id} has no reference for {binding}"
+    comp = op.compose_for(binding)
+    assert comp is not None, f"{op.id} has no reference for {binding}"
     m = op.binding_map(binding)
     names = [p.name for p in op.signature.inputs]
     var_types = {p.name: op.signature.resolve(p.type, m) for p in op.signature.inputs}
     var_types.update(attr_types)
-    body, _ = _Compiler(registry, {}, var_types).expr(op.compose)
+    compiler = _Compiler(registry, {}, var_types)
+    steps = []
+    for name, value in comp.steps:
+        fn, t = compiler.expr(value)
+        compiler.types[name] = t
+        steps.append((name, fn))
+    body, _ = compiler.expr(comp.result)
 
     def via_compose(args: Sequence[Value]) -> Value:
-        env = dict(zip(names, args))
-        env.update(consts)
-        return body(_Values(env), None)  # type: ignore[arg-type]
+        frame = _Values(dict(zip(names, args)))
+        frame.vars.update(consts)
+        for name, fn in steps:
+            frame.vars[name] = fn(frame, None)  # type: ignore[arg-type]
+        return body(frame, None)  # type: ignore[arg-type]
 
     return via_compose
 

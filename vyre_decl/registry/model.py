@@ -1,8 +1,9 @@
 """Loaded op definitions: the immutable runtime view the interpreters and the emitter use.
 
-The loader turns each validated ``OpSpec`` into an ``OpDef``: the signature the IR checks
-against, laws, reference semantics, the ``compose`` expression, PTX templates keyed by type
-binding, ULP budgets and known-answer tests with their values already encoded as bit patterns.
+``opbuild`` turns each op of a file into an ``OpDef``: the signature the IR checks against, the
+laws, the reference function or the ``compose`` definition per binding, the PTX templates
+instantiated per binding, ULP budgets and known-answer tests with their values already encoded
+as bit patterns. Nothing here imports numpy or pydantic, so a registry snapshot loads fast.
 """
 
 from __future__ import annotations
@@ -10,48 +11,59 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from ..ir.nodes import Expr
-from ..ir.scalars import encode
 from ..ir.signature import Binding, OpSignature
+from ..ir.scalars import element_bits
 from ..ir.types import DataType
 
-__all__ = ["OpDef", "LawDef", "RefDef", "Kat", "DialectInfo", "Template", "ATOMIC_PLACEHOLDERS"]
+if TYPE_CHECKING:
+    from .laws import LawKind
 
-# Placeholders the emitter fills in atomic op templates besides the op's own names:
-# the element address (u64), the state space (".global" / ".shared") and the old value.
-ATOMIC_PLACEHOLDERS = ("addr", "space", "old")
-
-
-def _matches(when: Mapping[str, tuple[DataType, ...]] | None, binding: Mapping[str, DataType]) -> bool:
-    return when is None or all(binding[var] in allowed for var, allowed in when.items())
+__all__ = ["OpDef", "LawDef", "Kat", "DialectInfo", "Template", "Compose"]
 
 
 @dataclass(frozen=True, slots=True)
 class LawDef:
+    """A declared law: its kind, its argument (element spelling or op id) and where it applies."""
+
     law: str
-    element: object = None  # raw value from the op file; encode per type with element_bits
+    element: str | None = None
     over: str | None = None
     when: Mapping[str, tuple[DataType, ...]] | None = None
+    text: str = ""  # as written in the op file
 
     def applies(self, binding: Mapping[str, DataType]) -> bool:
-        return _matches(self.when, binding)
+        return self.when is None or all(binding[var] in allowed for var, allowed in self.when.items())
 
     def element_bits(self, dtype: DataType) -> int:
-        return encode(dtype, self.element)
+        assert self.element is not None
+        return element_bits(dtype, self.element)
+
+    @property
+    def kind(self) -> LawKind:
+        from .laws import CATALOGUE
+
+        return CATALOGUE[self.law]
 
 
 @dataclass(frozen=True, slots=True)
-class RefDef:
-    """A reference implementation: exactly one of ``ufunc`` or ``kernel``."""
+class Template:
+    """A template instantiated for one binding. Each line alternates literal text and the names
+    of the operands the emitter fills (registers, attribute immediates, address and space)."""
 
-    ufunc: str | None = None
-    kernel: str | None = None
-    when: Mapping[str, tuple[DataType, ...]] | None = None
+    text: str
+    lines: tuple[tuple[str, ...], ...]
+    temps: tuple[tuple[str, DataType], ...]
 
-    def applies(self, binding: Mapping[str, DataType]) -> bool:
-        return _matches(self.when, binding)
+    def fill(self, names: Mapping[str, str]) -> list[str]:
+        out = []
+        for line in self.lines:
+            parts = list(line)
+            parts[1::2] = [names[n] for n in line[1::2]]
+            out.append("".join(parts))
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,11 +77,12 @@ class Kat:
 
 
 @dataclass(frozen=True, slots=True)
-class Template:
-    """PTX for one binding; ``temps`` maps temporary names to their concrete types."""
+class Compose:
+    """A composite op's definition for one binding: named steps in order, then the result.
+    Constants of type variables are already concrete literals."""
 
-    text: str
-    temps: tuple[tuple[str, DataType], ...]
+    steps: tuple[tuple[str, Expr], ...]
+    result: Expr
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,11 +99,11 @@ class OpDef:
     id: str
     dialect: str
     summary: str
-    category: str  # "intrinsic" | "composite"
     signature: OpSignature
     laws: tuple[LawDef, ...]
-    references: tuple[RefDef, ...]
-    compose: Expr | None
+    waivers: Mapping[str, str]  # law name -> why it is not declared although it holds
+    references: Mapping[Binding, str]  # binding -> reference function (empty for composites)
+    compose: Mapping[Binding, Compose]  # binding -> definition (empty for ops with a reference)
     compose_text: str | None
     templates: Mapping[Binding, Template]
     tolerance_ulp: Mapping[DataType, int]
@@ -102,6 +115,11 @@ class OpDef:
     @property
     def is_atomic(self) -> bool:
         return self.signature.is_atomic
+
+    @property
+    def category(self) -> str:
+        """``composite`` (defined by compose) or ``intrinsic`` (defined by a reference function)."""
+        return "composite" if self.compose_text is not None else "intrinsic"
 
     def bindings(self) -> tuple[Binding, ...]:
         """Every allowed assignment of types to the op's type variables (one empty binding for
@@ -120,10 +138,12 @@ class OpDef:
     def output_type(self, binding: Binding) -> DataType:
         return self.signature.resolve(self.signature.output.type, self.binding_map(binding))
 
-    def reference_for(self, binding: Binding) -> RefDef | None:
-        """The first reference entry that applies; None means: evaluate ``compose``."""
-        m = self.binding_map(binding)
-        return next((r for r in self.references if r.applies(m)), None)
+    def reference_for(self, binding: Binding) -> str | None:
+        """The reference function for ``binding``; None means: evaluate ``compose_for``."""
+        return self.references.get(binding)
+
+    def compose_for(self, binding: Binding) -> Compose | None:
+        return self.compose.get(binding)
 
     def tolerance(self, dtype: DataType) -> int:
         """ULP budget for results of type ``dtype`` (0 = exact)."""

@@ -1,129 +1,180 @@
-"""The op file format (``ops/*.toml``) as pydantic models; unknown keys are errors.
+"""The op file format v2 (``ops/*.toml``): its keys, declared once, checked fast, exported as JSON Schema.
 
-This module imports pydantic, so it is loaded only when op files are read or the JSON Schema is
-exported, never at ``import vyre_decl``. The structural rules pydantic cannot express (types
-that exist, placeholders that resolve, laws that fit the signature, ...) live in ``loader.py``.
-
-One file holds one dialect::
+The tables below are the schema. ``check_shape`` applies them to a parsed file without any
+third-party import (the loader's path, so a cold start stays fast); ``pydantic_models`` builds
+the same schema as pydantic models, which export the JSON Schema for editors and serve tests as
+an independent second validator. Unknown keys are errors. The shape is checked here; what a
+shape cannot express (types that exist, templates that parse, laws that fit, KAT values of the
+right types, ...) is checked in ``opbuild.py``. docs/ops-format.md is the author's reference::
 
     [dialect]
     name = "primitive.math"
-    version = "1.0.0"
+    version = "2.0.0"
     summary = "..."
+
+    [class.binary]                          # defaults that ops name with class = "binary"
+    signature = "(a: T, b: T) -> T"
+    types = { T = "numeric" }
 
     [[op]]
     id = "primitive.math.add"
-    summary = "wrapping integer / IEEE float addition"
-    category = "intrinsic"                  # or "composite" (defined by `compose`)
-    type_vars = { T = ["u32", "i32", "f32"] }
-    inputs = [{ name = "a", type = "T" }, { name = "b", type = "T" }]
-    outputs = [{ name = "out", type = "T" }]
-    laws = [{ law = "commutative" }, { law = "identity", element = 0, when = { T = ["u32", "i32"] } }]
-    reference = { ufunc = "add" }           # or { kernel = "..." }, a list with `when`, or `compose`
-    ptx = { u32 = "add.u32 {out}, {a}, {b};", ... }   # nested one level per type variable
-
-    [[op.kat]]
-    types = { T = "u32" }
-    cases = [[0xFFFFFFFF, 1, 0]]            # inputs..., expected output
+    class = "binary"
+    summary = "a + b: wrapping for integers, IEEE for floats"
+    laws = ["commutative", "associative @int", "identity(zero) @int", "identity(-0.0) @float"]
+    reference = "add"
+    ptx = "add{T.rn}.{T} {out}, {a}, {b};"
+    kat.u32 = [[1, 2, 3], [0xFFFFFFFF, 1, 0]]
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, Union
+from dataclasses import dataclass
+from typing import Any, Final, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
-
-__all__ = ["OpFile", "OpSpec", "DialectSpec", "LAW_KINDS", "json_schema"]
-
-Scalar = Union[StrictBool, StrictInt, StrictFloat, StrictStr]
-
-LAW_KINDS = (
-    "commutative",
-    "associative",
-    "identity",
-    "left_identity",
-    "right_identity",
-    "absorbing",
-    "left_absorbing",
-    "right_absorbing",
-    "idempotent",
-    "involution",
-    "self_inverse",
-    "distributive",
-)
+__all__ = ["Key", "DIALECT_KEYS", "OP_KEYS", "OP_ONLY_KEYS", "V1_KEYS", "check_shape", "pydantic_models", "json_schema"]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+@dataclass(frozen=True)
+class Key:
+    kind: str  # str, int, list[str], map[str], map[int], str|table, list|table
+    doc: str
+    required: bool = False
 
 
-class DialectSpec(_Strict):
-    name: str = Field(description="dialect name; every op id starts with it and a dot")
-    version: str = Field(description="semantic version MAJOR.MINOR.PATCH; of two files of one dialect the higher wins")
-    summary: str = ""
-    requires: list[str] = Field(default_factory=list, description="capabilities a backend needs for this dialect")
+DIALECT_KEYS: Final[Mapping[str, Key]] = {
+    "name": Key("str", "dialect name; every op id starts with it and a dot", True),
+    "version": Key("str", "semantic version MAJOR.MINOR.PATCH; of two files of one dialect the higher wins", True),
+    "summary": Key("str", "one line about the dialect"),
+    "requires": Key("list[str]", "capabilities a backend needs for this dialect"),
+}
+# keys of an op, which a [class.NAME] table may also give (an op's own key replaces its class's)
+OP_KEYS: Final[Mapping[str, Key]] = {
+    "summary": Key("str", "one line saying what the op computes (required, here or from the class)"),
+    "signature": Key("str", '"(a: T, b: T; attr: u32 = 0) -> out: T"; mem before the first operand makes the op '
+                     "atomic (required, here or from the class)"),
+    "types": Key("map[str]", 'type variable -> type set, e.g. { T = "int,f32" }'),
+    "laws": Key("list[str]", 'law strings, e.g. "identity(zero) @int"'),
+    "waive": Key("map[str]", "law name -> why the law is not declared although it holds"),
+    "reference": Key("str|table", "a reference function, or a type-keyed table of them"),
+    "compose": Key("str", "let steps and a result expression over the operands and attributes"),
+    "ulp": Key("map[int]", "ULP budget per float result type set"),
+    "temps": Key("map[str]", "template temporaries: name -> type or type variable"),
+    "ptx": Key("str|table", "a PTX template, or a type-keyed table of templates"),
+    "kat": Key("list|table", "known-answer rows [inputs..., expected], type-keyed"),
+    "doc": Key("str", "longer documentation"),
+}
+OP_ONLY_KEYS: Final[Mapping[str, Key]] = {
+    "id": Key("str", "the op id: the dialect name, a dot, the op's name", True),
+    "class": Key("str", "a [class.NAME] table of this file whose keys the op takes"),
+}
+# keys of format v1 that v2 spells differently, and how
+V1_KEYS: Final = {
+    "category": "remove it: an op is defined by `reference` or `compose`",
+    "inputs": 'declare the operands in signature = "(a: T, b: T) -> T"',
+    "outputs": 'declare the result in signature = "(a: T, b: T) -> T"',
+    "attrs": 'declare attributes after ";" in the signature: "(a: f32; k: f32 = 3.0) -> f32"',
+    "type_vars": 'write types = { T = "numeric" } (type sets may name groups)',
+    "tolerance_ulp": "write ulp = { f32 = 1 }",
+}
+_KIND_TEXT: Final = {
+    "str": "a string", "int": "an integer", "list[str]": "a list of strings", "map[str]": "a table of strings",
+    "map[int]": "a table of integers", "str|table": "a string or a table", "list|table": "a list or a table",
+}
 
 
-class PortSpec(_Strict):
-    name: str
-    type: str = Field(description="a value type (bool, u32, i32, u64, i64, f32, f64) or a type variable")
-    memory: bool = Field(False, description="atomic ops: this first input is the memory operand")
-    summary: str = ""
+def _is(kind: str, value: Any) -> bool:
+    if kind == "str":
+        return isinstance(value, str)
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "list[str]":
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if kind in ("map[str]", "map[int]"):
+        return isinstance(value, dict) and all(_is(kind[4:-1], v) for v in value.values())
+    if kind == "str|table":
+        return isinstance(value, (str, dict))
+    return isinstance(value, (list, dict))  # list|table
 
 
-class AttrSpec(_Strict):
-    name: str
-    type: str = Field(description="a value type")
-    default: Scalar | None = Field(None, description="omit to make the attribute required")
-    summary: str = ""
+Problem = tuple[str | None, str, str, str | None]  # (op id, field path, message, fix)
 
 
-class LawSpec(_Strict):
-    law: Literal[LAW_KINDS]  # type: ignore[valid-type]
-    element: Scalar | None = Field(None, description="the identity/absorbing/result element")
-    over: str | None = Field(None, description="distributive: the op this one distributes over")
-    when: dict[str, list[str]] | None = Field(None, description="restrict to these type-variable bindings")
+def _table(value: Any, keys: Mapping[str, Key], where: str, op: str | None, out: list[Problem]) -> None:
+    for name, key in keys.items():
+        if key.required and name not in value:
+            out.append((op, f"{where}{name}", f"missing key {name!r}", f"add {name} = ..."))
+    for name, v in value.items():
+        key = keys.get(name)
+        if key is None:
+            fix = f"this looks like op format v1; {V1_KEYS[name]}" if name in V1_KEYS else \
+                f"remove it (known keys: {', '.join(keys)}; see docs/ops-format.md)"
+            out.append((op, f"{where}{name}", f"unknown key {name!r}", fix))
+        elif not _is(key.kind, v):
+            out.append((op, f"{where}{name}", f"{name} must be {_KIND_TEXT[key.kind]}, not {type(v).__name__}",
+                        "see docs/ops-format.md for the key's form"))
 
 
-class RefSpec(_Strict):
-    ufunc: str | None = Field(None, description="a whitelisted numpy ufunc name")
-    kernel: str | None = Field(None, description="a named built-in reference kernel")
-    when: dict[str, list[str]] | None = None
+def check_shape(raw: Mapping[str, Any]) -> list[Problem]:
+    """Every key of a parsed op file that the schema does not allow, with a fix."""
+    out: list[Problem] = []
+    for name in raw:
+        if name not in ("dialect", "class", "op"):
+            out.append((None, name, f"unknown top-level key {name!r}", "a file has [dialect], [class.NAME] and [[op]]"))
+    dialect = raw.get("dialect")
+    if not isinstance(dialect, dict):
+        out.append((None, "dialect", "the file has no [dialect] table", "add [dialect] with name and version"))
+    else:
+        _table(dialect, DIALECT_KEYS, "dialect.", None, out)
+    classes = raw.get("class", {})
+    if not isinstance(classes, dict) or not all(isinstance(c, dict) for c in classes.values()):
+        out.append((None, "class", "class must hold [class.NAME] tables", "write [class.NAME] tables of op keys"))
+    else:
+        for cname, cls in classes.items():
+            _table(cls, OP_KEYS, f"class.{cname}.", None, out)
+    ops = raw.get("op", [])
+    if not isinstance(ops, list) or not all(isinstance(o, dict) for o in ops):
+        out.append((None, "op", "op must be an array of [[op]] tables", "write each op as an [[op]] table"))
+        return out
+    for i, op in enumerate(ops):
+        op_id = op.get("id") if isinstance(op.get("id"), str) else None
+        _table(op, {**OP_ONLY_KEYS, **OP_KEYS}, "" if op_id else f"op[{i}].", op_id, out)
+    return out
 
 
-class KatSpec(_Strict):
-    types: dict[str, str] = Field(default_factory=dict, description="binding of every type variable")
-    attrs: dict[str, Scalar] = Field(default_factory=dict)
-    cases: list[list[Scalar]] = Field(description="rows of input values followed by the expected output")
-    note: str = ""
+def pydantic_models() -> dict[str, Any]:
+    """The schema as pydantic models (``OpFile``, ``DialectSpec``, ``ClassSpec``, ``OpSpec``)."""
+    from typing import Union
 
+    from pydantic import ConfigDict, Field, StrictInt, StrictStr, create_model
 
-class OpSpec(_Strict):
-    id: str
-    summary: str
-    category: Literal["intrinsic", "composite"]
-    type_vars: dict[str, list[str]] = Field(default_factory=dict)
-    inputs: list[PortSpec]
-    outputs: list[PortSpec]
-    attrs: list[AttrSpec] = Field(default_factory=list)
-    laws: list[LawSpec] = Field(default_factory=list)
-    reference: RefSpec | list[RefSpec] | None = None
-    compose: str | None = Field(None, description="an expression in the program text syntax over the inputs")
-    tolerance_ulp: dict[str, int] = Field(default_factory=dict, description="ULP budget per float output type")
-    temps: dict[str, str] = Field(default_factory=dict, description="PTX temporaries: name -> type or type variable")
-    ptx: str | dict[str, Any] | None = Field(None, description="templates, nested one level per type variable")
-    kat: list[KatSpec] = Field(default_factory=list)
-    doc: str = ""
+    config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    py_types: dict[str, Any] = {
+        "str": StrictStr, "int": StrictInt, "list[str]": list[StrictStr], "map[str]": dict[str, StrictStr],
+        "map[int]": dict[str, StrictInt], "str|table": Union[StrictStr, dict[str, Any]],
+        "list|table": Union[list[Any], dict[str, Any]],
+    }
 
+    def fields(keys: Mapping[str, Key]) -> dict[str, Any]:
+        out = {}
+        for name, key in keys.items():
+            py = py_types[key.kind]
+            default = ... if key.required else None
+            out[name + "_" if name == "class" else name] = (py if key.required else py | None,
+                                                            Field(default, description=key.doc, alias=name))
+        return out
 
-class OpFile(_Strict):
-    dialect: DialectSpec
-    op: list[OpSpec] = Field(default_factory=list)
+    dialect = create_model("DialectSpec", __config__=config, **fields(DIALECT_KEYS))
+    cls = create_model("ClassSpec", __config__=config, **fields(OP_KEYS))
+    op = create_model("OpSpec", __config__=config, **fields({**OP_ONLY_KEYS, **OP_KEYS}))
+    file = create_model("OpFile", __config__=config, dialect=(dialect, ...),
+                        class_=(dict[str, cls], Field(default_factory=dict, alias="class")),  # type: ignore[valid-type]
+                        op=(list[op], Field(default_factory=list)))  # type: ignore[valid-type]
+    return {"OpFile": file, "DialectSpec": dialect, "ClassSpec": cls, "OpSpec": op}
 
 
 def json_schema() -> dict[str, Any]:
     """JSON Schema of an op file, for editors (e.g. with taplo or Even Better TOML)."""
-    schema = OpFile.model_json_schema()
+    schema: dict[str, Any] = pydantic_models()["OpFile"].model_json_schema(by_alias=True)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["title"] = "vyre_decl op file"
+    schema["title"] = "vyre_decl op file (format v2)"
     return schema

@@ -1,10 +1,10 @@
-"""Reference semantics an op file may name: whitelisted numpy ufuncs and built-in kernels.
+"""The reference functions op files name (``reference = "int_div"``), computed with numpy.
 
-An op's ``reference = { ufunc = "add" }`` is looked up in ``UFUNCS`` (never ``eval``-ed);
-``reference = { kernel = "int_div" }`` in ``KERNELS``. Kernels implement rows of the normative
-semantics table that no numpy ufunc gets right (truncating division with the ÷0 rules, masked
-shifts, saturating casts, IEEE-754-2019 min/max, bit counts). Every kernel is vectorised:
-``kernel(args, out=DataType, types={var: DataType}, attrs={name: numpy scalar}) -> ndarray``.
+``registry.references.REFERENCES`` lists what an op file may name; this module implements it:
+ufunc entries are numpy's own ufuncs, kernel entries the vectorised functions below, each
+implementing rows of the normative semantics table (docs/semantics.md) that no numpy ufunc gets
+right. A kernel is called ``kernel(args, out=DataType, types={var: DataType}, attrs={name:
+numpy scalar}) -> ndarray``. Importing the module checks that it implements the catalogue exactly.
 """
 
 from __future__ import annotations
@@ -14,36 +14,15 @@ from typing import Callable, Final, Mapping, Sequence
 import numpy as np
 
 from ..ir.types import DataType
+from ..registry.references import KERNEL, REFERENCES, UFUNC
 
-__all__ = ["UFUNCS", "UFUNC_KINDS", "KERNELS", "KERNEL_KINDS", "Kernel", "ufunc"]
+__all__ = ["KERNELS", "Kernel", "ufunc"]
 
 Kernel = Callable[..., np.ndarray]
 
-_ALL = frozenset({"bool", "uint", "int", "float"})
-_NUM = frozenset({"uint", "int", "float"})
-_INT = frozenset({"uint", "int"})
-_BITS = frozenset({"bool", "uint", "int"})
-_FLOAT = frozenset({"float"})
-_BOOL = frozenset({"bool"})
-
-# numpy ufuncs an op file may name, with the kinds of operands for which each one follows the
-# semantics table (e.g. `add` wraps for fixed-width integers and is IEEE for floats; `minimum`
-# propagates NaN, which the table forbids for floats, so it is for integers only).
-UFUNC_KINDS: Final[Mapping[str, frozenset[str]]] = {
-    **dict.fromkeys(("add", "subtract", "multiply", "negative", "positive", "absolute"), _NUM),
-    **dict.fromkeys(("divide", "true_divide", "sqrt", "floor", "ceil", "rint", "trunc", "copysign"), _FLOAT),
-    **dict.fromkeys(("bitwise_and", "bitwise_or", "bitwise_xor", "invert"), _BITS),
-    **dict.fromkeys(("equal", "not_equal"), _ALL),
-    **dict.fromkeys(("less", "less_equal", "greater", "greater_equal"), _NUM),
-    **dict.fromkeys(("logical_and", "logical_or", "logical_xor", "logical_not"), _BOOL),
-    **dict.fromkeys(("minimum", "maximum"), _INT),
-}
-UFUNCS: Final = frozenset(UFUNC_KINDS)
-
-
 def ufunc(name: str) -> np.ufunc:
     """The whitelisted numpy ufunc ``name``."""
-    if name not in UFUNCS:
+    if REFERENCES.get(name, ("",))[0] != UFUNC:
         raise KeyError(name)
     return getattr(np, name)
 
@@ -209,13 +188,6 @@ def cast(args: Sequence[np.ndarray], *, out: DataType, **_: object) -> np.ndarra
     return x.astype(target)
 
 
-# the operand kinds each kernel implements
-KERNEL_KINDS: Final[Mapping[str, frozenset[str]]] = {
-    **dict.fromkeys(("int_div", "int_mod", "shl", "shr", "rotl", "rotr", "popcount", "clz", "ctz", "reverse_bits"), _INT),
-    **dict.fromkeys(("float_min", "float_max"), _FLOAT),
-    "cast": _ALL,
-}
-
 KERNELS: Final[Mapping[str, Kernel]] = {
     "int_div": int_div,
     "int_mod": int_mod,
@@ -231,3 +203,9 @@ KERNELS: Final[Mapping[str, Kernel]] = {
     "reverse_bits": reverse_bits,
     "cast": cast,
 }
+
+
+_WANT: Final = {name for name, (kind, _) in REFERENCES.items() if kind == KERNEL}
+if set(KERNELS) != _WANT or not all(isinstance(getattr(np, n, None), np.ufunc)
+                                    for n, (k, _) in REFERENCES.items() if k == UFUNC):
+    raise ImportError(f"reference kernels {sorted(set(KERNELS) ^ _WANT)} do not match registry.references")

@@ -1,26 +1,27 @@
-"""``python -m vyre_decl.ops``: list, show, check, scaffold and describe op files.
+"""``python -m vyre_decl.ops``: the op author's command line.
 
     python -m vyre_decl.ops list [--json] [--dialect NAME]
     python -m vyre_decl.ops show ID [--json]
-    python -m vyre_decl.ops check [PATHS...] [--json]    exit 1 on any error
+    python -m vyre_decl.ops check [PATHS...] [--json] [--no-ptxas]   exit 1 on any error
+    python -m vyre_decl.ops laws [OPS...] [--suggest] [--json]        the catalogue, or what to declare
     python -m vyre_decl.ops new ID [--types u32,i32] [--arity 2] [--file PATH]
-    python -m vyre_decl.ops schema                        JSON Schema of op files
+    python -m vyre_decl.ops schema                                    JSON Schema of op files
 """
 
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import sys
+import time
 import tomllib
 from pathlib import Path
 from typing import Any, Sequence
 
 from ..ir.scalars import format_literal
-from ..ir.text import print_expr
 from ..ir.types import VALUE_TYPES
-from .loader import load
-from .model import OpDef
+from ..registry import CATALOGUE, OpDef, Registry, load
 
 __all__ = ["main"]
 
@@ -32,31 +33,27 @@ def _types_text(op: OpDef) -> str:
 
 def _signature_text(op: OpDef) -> str:
     sig = op.signature
-    ins = ", ".join(f"{p.name}: {p.type}" + (" (memory)" if p.memory else "") for p in sig.inputs)
-    return f"({ins}) -> {sig.output.name}: {sig.output.type}"
+    ins = ", ".join(("mem " if p.memory else "") + f"{p.name}: {p.type}" for p in sig.inputs)
+    attrs = ", ".join(f"{a.name}: {a.dtype}" + ("" if a.default is None else f" = {format_literal(a.dtype, a.default)}")
+                      for a in sig.attrs)
+    return f"({ins}{'; ' + attrs if attrs else ''}) -> {sig.output.name}: {sig.output.type}"
 
 
 def _op_json(op: OpDef) -> dict[str, Any]:
-    sig = op.signature
     return {
         "id": op.id,
         "dialect": op.dialect,
         "summary": op.summary,
         "category": op.category,
         "atomic": op.is_atomic,
-        "type_vars": {v: [t.value for t in a] for v, a in sig.type_vars},
-        "inputs": [{"name": p.name, "type": p.type, "memory": p.memory} for p in sig.inputs],
-        "output": {"name": sig.output.name, "type": sig.output.type},
-        "attrs": [{"name": a.name, "type": a.dtype.value,
-                   "default": None if a.default is None else format_literal(a.dtype, a.default)} for a in sig.attrs],
-        "laws": [{"law": law.law, "element": law.element, "over": law.over,
-                  "when": {v: [t.value for t in a] for v, a in law.when.items()} if law.when else None} for law in op.laws],
-        "reference": [{"ufunc": r.ufunc, "kernel": r.kernel,
-                       "when": {v: [t.value for t in a] for v, a in r.when.items()} if r.when else None}
-                      for r in op.references],
+        "signature": _signature_text(op),
+        "type_vars": {v: [t.value for t in a] for v, a in op.signature.type_vars},
+        "laws": [law.text for law in op.laws],
+        "waive": dict(op.waivers),
+        "reference": {",".join(t.value for t in b) or "-": name for b, name in op.references.items()},
         "compose": op.compose_text,
         "ptx_types": [",".join(t.value for t in b) or "-" for b in op.templates],
-        "tolerance_ulp": {t.value: u for t, u in op.tolerance_ulp.items()},
+        "ulp": {t.value: u for t, u in op.tolerance_ulp.items()},
         "kat_cases": sum(len(k.cases) for k in op.kats),
         "source": str(op.source),
     }
@@ -84,24 +81,22 @@ def _cmd_show(args: argparse.Namespace) -> int:
         print(f"error: unknown op {args.id!r}. Fix: {reg.unknown_op_hint(args.id)}", file=sys.stderr)
         return 1
     op = reg.get(args.id)
-    if args.json:
-        print(json.dumps(_op_json(op), indent=2))
-        return 0
     info = _op_json(op)
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
     print(f"{op.id}  ({op.category}{', atomic' if op.is_atomic else ''})")
     print(f"  {op.summary}")
-    print(f"  signature : {_signature_text(op)}")
+    print(f"  signature : {info['signature']}")
     print(f"  types     : {_types_text(op)}")
-    if info["attrs"]:
-        print(f"  attrs     : {', '.join(a['name'] + ': ' + a['type'] for a in info['attrs'])}")
     for law in info["laws"]:
-        extra = "".join(f" {k}={v}" for k, v in law.items() if k != "law" and v is not None)
-        print(f"  law       : {law['law']}{extra}")
-    for ref in info["reference"]:
-        what = f"ufunc {ref['ufunc']}" if ref["ufunc"] else f"kernel {ref['kernel']}"
-        print(f"  reference : {what}" + (f" when {ref['when']}" if ref["when"] else ""))
-    if op.compose is not None:
-        print(f"  compose   : {print_expr(op.compose)}")
+        print(f"  law       : {law}")
+    for name, why in info["waive"].items():
+        print(f"  waived    : {name} ({why})")
+    for types, name in info["reference"].items():
+        print(f"  reference : {name}" + (f" for {types}" if types != "-" else ""))
+    if op.compose_text is not None:
+        print(f"  compose   : {' '.join(op.compose_text.split())}")
     print(f"  ptx       : {len(op.templates)} template(s)")
     print(f"  kats      : {info['kat_cases']} case(s)")
     print(f"  source    : {op.source}")
@@ -109,17 +104,61 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
+    from .check import check_semantics, check_templates
+
+    t0 = time.perf_counter()
     reg = load(args.paths, env=not args.paths)
+    diags = list(reg.diagnostics)
+    if not reg.errors:
+        diags += check_semantics(reg, reg)
+        if not args.no_ptxas:
+            diags += check_templates(reg, reg)
+    errors = [d for d in diags if d.severity == "error"]
     if args.json:
         print(json.dumps({"ops": len(reg), "dialects": len(reg.dialects),
-                          "diagnostics": [d.as_dict() for d in reg.diagnostics]}, indent=2))
+                          "diagnostics": [d.as_dict() for d in diags]}, indent=2))
     else:
-        for d in reg.diagnostics:
+        for d in diags:
             print(d, file=sys.stderr)
-        status = "FAILED" if reg.errors else "ok"
+        status = "FAILED" if errors else "ok"
         print(f"{status}: {len(reg)} ops in {len(reg.dialects)} dialects from {len(reg.sources)} file(s); "
-              f"{len(reg.errors)} error(s), {len(reg.diagnostics) - len(reg.errors)} note(s)/warning(s)")
-    return 1 if reg.errors else 0
+              f"{len(errors)} error(s), {len(diags) - len(errors)} note(s)/warning(s) "
+              f"in {time.perf_counter() - t0:.2f} s")
+    return 1 if errors else 0
+
+
+def _selected(reg: Registry, globs: Sequence[str]) -> list[OpDef]:
+    return [op for op in reg if not globs or any(fnmatch.fnmatchcase(op.id, g) for g in globs)]
+
+
+def _cmd_laws(args: argparse.Namespace) -> int:
+    reg = load()
+    if not args.suggest:
+        rows = [(k.name, "/".join(map(str, k.arity)), k.element or "-", "op" if k.over else "-", k.summary)
+                for k in CATALOGUE.values()]
+        if args.json:
+            print(json.dumps([dict(zip(("law", "operands", "element", "over", "summary"), r)) for r in rows], indent=2))
+            return 0
+        for r in [("law", "operands", "element", "over", "meaning")] + rows:
+            print(f"{r[0]:20s} {r[1]:8s} {r[2]:8s} {r[3]:5s} {r[4]}")
+        return 0
+    from .suggest import suggest_laws
+
+    ops = _selected(reg, args.ops)
+    if not ops:
+        print(f"error: no op matches {' '.join(args.ops)}. Fix: give op ids or globs such as 'primitive.math.*'",
+              file=sys.stderr)
+        return 2
+    found = suggest_laws(reg, ops)
+    if args.json:
+        print(json.dumps([{"op": s.op, "law": s.law, "types": [",".join(t.value for t in b) or "-" for b in s.bindings]}
+                          for s in found], indent=2))
+    else:
+        for s in found:
+            print(f'{s.op}: "{s.law}"')
+        print(f"{len(found)} undeclared law(s) hold in {len(ops)} op(s); declare them in laws = [...] or waive them "
+              "with waive.<law> = \"why\"" if found else f"ok: every law that holds in {len(ops)} op(s) is declared or waived")
+    return 1 if found else 0
 
 
 def _scaffold(op_id: str, types: list[str], arity: int) -> dict[str, Any]:
@@ -127,13 +166,11 @@ def _scaffold(op_id: str, types: list[str], arity: int) -> dict[str, Any]:
     return {
         "id": op_id,
         "summary": "TODO: one line saying what the op computes",
-        "category": "composite",
-        "type_vars": {"T": types},
-        "inputs": [{"name": n, "type": "T"} for n in names],
-        "outputs": [{"name": "out", "type": "T"}],
+        "signature": f"({', '.join(n + ': T' for n in names)}) -> T",
+        "types": {"T": ",".join(types)},
         "compose": names[0],
-        "doc": "Scaffolded by `python -m vyre_decl.ops new`. Replace compose (or make the op intrinsic with "
-        "reference + ptx templates), declare its laws and add [[op.kat]] known-answer tests.",
+        "doc": "Scaffolded by `python -m vyre_decl.ops new`. Replace compose (or give a reference function and PTX "
+        "templates), declare its laws (`ops laws --suggest`) and add known answers (kat.<type> = [[...]]).",
     }
 
 
@@ -152,15 +189,20 @@ def _cmd_new(args: argparse.Namespace) -> int:
               f"({', '.join(v.value for v in VALUE_TYPES)}) and an arity of 1 to 4", file=sys.stderr)
         return 2
     entry = _scaffold(args.id, types, args.arity)
+    head = {"dialect": {"name": dialect, "version": "0.1.0", "summary": "TODO"}}
     if args.file is None:
-        print(tomli_w.dumps({"dialect": {"name": dialect, "version": "0.1.0", "summary": "TODO"}, "op": [entry]}))
+        print(tomli_w.dumps({**head, "op": [entry]}))
         return 0
     path = Path(args.file)
     if not path.exists():
-        path.write_text(tomli_w.dumps({"dialect": {"name": dialect, "version": "0.1.0", "summary": "TODO"}, "op": [entry]}))
+        path.write_text(tomli_w.dumps({**head, "op": [entry]}))
         print(f"created {path} with op {args.id}")
         return 0
-    existing = tomllib.loads(path.read_text(encoding="utf-8"))
+    try:
+        existing = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ValueError) as exc:
+        print(f"error: cannot read {path}: {exc}. Fix: repair the file or choose another", file=sys.stderr)
+        return 2
     have = existing.get("dialect", {}).get("name")
     if have != dialect:
         print(f"error: {path} holds dialect {have!r}, not {dialect!r}. Fix: pick the file of dialect {dialect}",
@@ -176,7 +218,7 @@ def _cmd_new(args: argparse.Namespace) -> int:
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:
-    from .schema import json_schema
+    from ..registry.schema import json_schema
 
     print(json.dumps(json_schema(), indent=2))
     return 0
@@ -193,10 +235,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("id")
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=_cmd_show)
-    p = sub.add_parser("check", help="validate op files (default: the standard ops and VYRE_DECL_OPS_PATH)")
+    p = sub.add_parser("check", help="load op files, run their known answers and laws on the reference, "
+                       "assemble their templates (default: the standard ops and VYRE_DECL_OPS_PATH)")
     p.add_argument("paths", nargs="*", help="op files or directories to check together with the standard ops")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--no-ptxas", action="store_true", help="do not assemble the templates")
     p.set_defaults(run=_cmd_check)
+    p = sub.add_parser("laws", help="the law catalogue; with --suggest, laws that hold but are not declared")
+    p.add_argument("ops", nargs="*", help="op ids or globs (default: every op)")
+    p.add_argument("--suggest", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=_cmd_laws)
     p = sub.add_parser("new", help="scaffold an op entry")
     p.add_argument("id")
     p.add_argument("--types", default="u32", help="comma-separated types of T (default u32)")

@@ -1,4 +1,4 @@
-"""The on-disk cache of compiled kernels: content-addressed, integrity-checked, atomically written.
+"""The on-disk cache (compiled kernels, registry snapshots): content-addressed, integrity-checked, atomically written.
 
 Entries live under ``cache_dir()/<kind>/<key[:2]>/<key>`` (``VYRE_DECL_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/vyre_decl``, else ``~/.cache/vyre_decl``). Each file is the SHA-256 of its
@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import tempfile
 from pathlib import Path
 
 __all__ = ["cache_dir", "DiskCache", "CACHE_ENV"]
@@ -57,6 +56,8 @@ class DiskCache:
     def put(self, key: str, payload: bytes) -> None:
         path = self._path(key)
         tmp = None
+        import tempfile
+
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")

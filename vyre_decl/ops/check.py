@@ -1,0 +1,140 @@
+"""``ops check`` beyond loading: known answers and laws on the reference, templates through ptxas.
+
+Loading already checked the schema, the templates' instructions, types, laws' fit and KAT
+values. This runs what needs evaluation: every known answer against the reference function or
+compose definition, every declared law on witnesses and seeded random values, and every PTX
+template assembled by ptxas inside a one-op kernel (all in one module, so one ptxas run).
+Problems are diagnostics naming file, op and types:
+
+R030 a known answer disagrees with the reference    R031 a declared law does not hold
+R032 ptxas rejects a template                       (note) ptxas was not found: templates unassembled
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any, Iterable
+
+import numpy as np
+
+from ..conform.laws import check_laws
+from ..conform.oneop import one_op_program
+from ..conform.values import from_bits, mismatches
+from ..conform.witnesses import random_bits, witnesses
+from ..emit import assemble, emit, find_ptxas
+from ..emit.target import DEFAULT_TARGET
+from ..ir.diagnostics import Diagnostic
+from ..ir.scalars import decode
+from ..ir.signature import Binding
+from ..reference.interpreter import op_function
+from ..registry import OpDef, Registry
+from ..registry.opbuild import location
+
+__all__ = ["check_semantics", "check_templates", "reference_evaluator", "seeded_rng"]
+
+
+def seeded_rng(seed: int, key: str) -> np.random.Generator:
+    """A generator that depends only on the seed and the key (not on the process)."""
+    return np.random.default_rng(int.from_bytes(hashlib.sha256(f"{seed}|{key}".encode()).digest()[:8], "little"))
+
+
+def _types(binding: Binding) -> str:
+    return ",".join(t.value for t in binding) or "-"
+
+
+def reference_evaluator(registry: Registry) -> Any:
+    def evaluate(op_id: str, binding: Binding, args: Any) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            return np.asarray(op_function(registry, registry.get(op_id), binding)(list(args)))
+
+    return evaluate
+
+
+def check_semantics(registry: Registry, ops: Iterable[OpDef], seed: int = 1) -> list[Diagnostic]:
+    """Known answers and declared laws of ``ops``, evaluated on the reference."""
+    diags: list[Diagnostic] = []
+    evaluate = reference_evaluator(registry)
+    for op in ops:
+        for kat in op.kats:
+            diags += _check_kat(registry, op, kat)
+        if any(a.default is None for a in op.signature.attrs):
+            continue  # laws need every attribute to have a value
+        for b in op.bindings():
+            types = op.input_types(b)
+            if not types or not any(law.applies(op.binding_map(b)) for law in op.laws):
+                continue
+            samples = witnesses(types[0]) + random_bits(types[0], 24, seeded_rng(seed, f"{op.id}[{_types(b)}]"))
+            for r in check_laws(op, b, evaluate, samples, registry):
+                if not r.holds:
+                    ce = dict(r.counterexample or {})
+                    diags.append(Diagnostic("R031", f"[{_types(b)}] the law {r.law} does not hold on the reference: "
+                                            f"{ce.pop('equation', '')} fails for "
+                                            + ", ".join(f"{k}={v}" for k, v in ce.items()),
+                                            location(op.source, op.id, "laws"),
+                                            "remove the law, restrict it with @types, or fix the reference"))
+    return diags
+
+
+def _check_kat(registry: Registry, op: OpDef, kat: Any) -> list[Diagnostic]:
+    types, out_t = op.input_types(kat.binding), op.output_type(kat.binding)
+    if not kat.cases:
+        return []
+    cols = list(zip(*kat.cases))
+    args = [from_bits(t, list(c)) for t, c in zip(types, cols[:-1])]
+    want = from_bits(out_t, list(cols[-1]))
+    with np.errstate(all="ignore"):
+        got = np.broadcast_to(np.asarray(op_function(registry, op, kat.binding, kat.attrs)(args)), want.shape)
+    ulp = op.tolerance(out_t) if out_t.is_float else 0
+    diags = []
+    for j in mismatches(out_t, want, got, ulp)[:3]:
+        shown = ", ".join(repr(decode(t, int(kat.cases[j][i]))) for i, t in enumerate(types))
+        diags.append(Diagnostic("R030", f"[{_types(kat.binding)}] known answer {op.id}({shown}) = "
+                                f"{decode(out_t, kat.cases[j][-1])!r}, but the reference gives "
+                                f"{got[j]!r}", location(op.source, op.id, f"kat.{_types(kat.binding)}"),
+                                "fix the known answer (or the reference if the answer is right)"))
+    return diags
+
+
+def check_templates(registry: Registry, ops: Iterable[OpDef], arch: str = DEFAULT_TARGET) -> list[Diagnostic]:
+    """Assemble every template of ``ops`` with ptxas, one one-op kernel per binding, one module."""
+    exe = find_ptxas()
+    if exe is None:
+        return [Diagnostic("R032", "ptxas was not found, so the PTX templates were not assembled", "ptxas",
+                           "pip install nvidia-cuda-nvcc (the test extra has it), put ptxas on PATH or set "
+                           "VYRE_DECL_PTXAS", "note")]
+    header: list[str] = []
+    body: list[str] = []
+    owners: list[tuple[int, OpDef, Binding]] = []  # (first line of the kernel, op, binding)
+    for op in ops:
+        for b in op.templates:
+            attrs = tuple((a.name, a.default) for a in op.signature.attrs if a.default is None)
+            if attrs:
+                continue  # an attribute without a default has no value to assemble with
+            text = emit(one_op_program(op, b), registry, arch).text
+            lines = text.splitlines()
+            start = next(i for i, ln in enumerate(lines) if ln.startswith(".visible .entry"))
+            header = header or lines[:start]
+            owners.append((len(header) + len(body) + 1, op, b))
+            body += lines[start:]
+    if not owners:
+        return []
+    ptx = "\n".join(header + body) + "\n"
+    result = assemble(ptx, arch, exe, check=False)
+    if result.ok:
+        return []
+    diags = []
+    blamed: set[tuple[str, Binding]] = set()
+    for n in sorted({int(m) for m in re.findall(r"line (\d+)", result.log)}):
+        owner = max((o for o in owners if o[0] <= n), key=lambda o: o[0], default=None)
+        if owner is None or (owner[1].id, owner[2]) in blamed:
+            continue
+        _, op, b = owner
+        blamed.add((op.id, b))
+        lines = [ln for ln in result.log.splitlines() if f"line {n}" in ln]
+        diags.append(Diagnostic("R032", f"[{_types(b)}] ptxas rejects the template: {'; '.join(lines)[:300]}",
+                                location(op.source, op.id, "ptx"), "fix the instruction ptxas names"))
+    if not diags:
+        diags.append(Diagnostic("R032", f"ptxas rejects the templates: {result.log.strip()[:500]}", "ptxas",
+                                "fix the instruction ptxas names"))
+    return diags

@@ -1,0 +1,138 @@
+"""Reading one op file: bytes, TOML, schema, classes, and every op built on its own.
+
+A file is accepted whole or rejected whole: any error in it means none of its ops is registered.
+Whatever goes wrong while reading a file — size, encoding, TOML syntax, numbers too large for
+Python, nesting too deep, values of the wrong kind — becomes a diagnostic for that file; no
+exception escapes, so one bad file cannot take the rest of the registry down.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from ..ir.diagnostics import Diagnostic
+from .model import DialectInfo, OpDef
+from .opbuild import ID_RE, build_op, location
+from .schema import check_shape
+
+__all__ = ["FileResult", "read_op_file", "semver_key", "MAX_FILE_BYTES"]
+
+MAX_FILE_BYTES: Final = 1 << 20
+_SEMVER_RE: Final = re.compile(
+    r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*)"
+    r"(?:\.(?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*))*))?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?\Z")
+
+
+def semver_key(version: str) -> tuple[Any, ...] | None:
+    """Sort key of a semantic version (pre-releases sort before their release); None if invalid."""
+    m = _SEMVER_RE.match(version) if isinstance(version, str) and version.isascii() else None
+    if not m:
+        return None
+    major, minor, patch, pre = m.groups()
+    if pre is None:
+        return (int(major), int(minor), int(patch), 1, ())
+    ids = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in pre.split("."))
+    return (int(major), int(minor), int(patch), 0, ids)
+
+
+@dataclass
+class FileResult:
+    path: Path
+    digest: bytes = b""
+    dialect: DialectInfo | None = None
+    ops: dict[str, OpDef] = field(default_factory=dict)
+    declared: list[str] = field(default_factory=list)
+    diags: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not any(d.severity == "error" for d in self.diags)
+
+    def error(self, code: str, message: str, fld: str | None, fix: str, op: str | None = None) -> None:
+        self.diags.append(Diagnostic(code, message, location(self.path, op, fld), fix))
+
+
+def read_op_file(path: Path) -> FileResult:
+    """Read, parse and check one op file on its own (cross-file checks come later)."""
+    res = FileResult(path)
+    try:
+        _read(res)
+    except Exception as exc:  # noqa: BLE001 - the documented promise: no input file raises
+        res.ops.clear()
+        res.error("R029", f"the loader failed on this file ({type(exc).__name__}: {exc})", None,
+                  "simplify the file around the construct named; this is a loader bug worth reporting")
+    return res
+
+
+def _read(res: FileResult) -> None:
+    path = res.path
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        res.error("R016", f"cannot read the file: {exc.strerror or exc}", None, "check the path and permissions")
+        return
+    if len(data) > MAX_FILE_BYTES:
+        res.error("R015", "the file is larger than 1 MiB", None, "split the dialect into several files")
+        return
+    res.digest = hashlib.sha256(data).digest()
+    try:
+        raw = tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        res.error("R001", f"the file is not UTF-8 (byte {exc.start})", None, "save it as UTF-8")
+        return
+    except tomllib.TOMLDecodeError as exc:
+        res.error("R001", f"TOML syntax error: {exc}", None, "fix the TOML syntax at that line")
+        return
+    except RecursionError:
+        res.error("R001", "the TOML nests arrays or tables too deeply to read", None, "flatten the nesting")
+        return
+    except ValueError as exc:  # e.g. an integer of thousands of digits
+        res.error("R001", f"a TOML value cannot be read: {exc}", None, "use numbers that fit 64 bits")
+        return
+    ops_raw = raw.get("op")
+    if isinstance(ops_raw, list):
+        res.declared = [o["id"] for o in ops_raw if isinstance(o, dict) and isinstance(o.get("id"), str)]
+    problems = check_shape(raw)
+    for op_id, fld, message, fix in problems:
+        res.error("R002", message, fld, fix or "see docs/ops-format.md", op_id)
+    if problems:
+        return
+    d = raw["dialect"]
+    name, version = d["name"], d["version"]
+    if not ID_RE.match(name):
+        res.error("R003", f"dialect name {name!r} must be lowercase and dotted", "dialect.name",
+                  "use a name such as my_project.math")
+    if semver_key(version) is None:
+        res.error("R017", f"version {version!r} is not a semantic version", "dialect.version",
+                  "write MAJOR.MINOR.PATCH without leading zeros, e.g. 1.0.0")
+    res.dialect = DialectInfo(name, version, d.get("summary", ""), tuple(d.get("requires", ())), path)
+    classes: dict[str, dict[str, Any]] = raw.get("class", {})
+    for cname in classes:
+        if not re.fullmatch(r"[a-z_][a-z0-9_]*", cname):
+            res.error("R028", f"bad class name {cname!r}", f"class.{cname}", "use a lowercase identifier")
+    seen: set[str] = set()
+    for op in raw.get("op", []):
+        op_id = op["id"]
+        if op_id in seen:
+            res.error("R004", f"op {op_id!r} is declared twice in this file", "id", "remove or rename one of them", op_id)
+            continue
+        seen.add(op_id)
+        fields = {k: v for k, v in op.items() if k not in ("id", "class")}
+        cname = op.get("class")
+        if cname is not None:
+            if cname not in classes:
+                res.error("R028", f"unknown class {cname!r}", "class",
+                          f"define [class.{cname}] in this file or use one of {', '.join(classes) or '(none)'}", op_id)
+                continue
+            fields = {**classes[cname], **fields}
+        built = build_op(fields, op_id, name, path, res.diags)
+        if built is not None:
+            res.ops[op_id] = built
+    if not res.ok:
+        res.ops.clear()

@@ -1,0 +1,181 @@
+"""Joining checked op files into one registry: dialect versions, duplicate ids, cross-op checks.
+
+Of two files of one dialect the higher semantic version wins (a note names the loser); an op id
+defined by two files is an error naming both. Then every compose definition is type-checked
+against the whole candidate registry (per binding, step by step), every ``distributive(over)``
+law must name a binary op of the same types, and compose definitions may not call each other in
+a cycle. A file with such a problem is rejected whole, which may break files that use it, so the
+checks repeat until nothing changes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from ..ir.diagnostics import Diagnostic
+from ..ir.nodes import Expr, Op
+from ..ir.signature import OpSignature, SignatureError
+from ..ir.validation import ExprFault, infer_type
+from ..ir.walk import subexprs
+from .files import FileResult, semver_key
+from .model import DialectInfo, OpDef
+from .opbuild import location
+from .registry import Registry
+
+__all__ = ["link"]
+
+
+def link(results: Sequence[FileResult], diags: list[Diagnostic]) -> Registry:
+    """The registry of the accepted files among ``results`` (diagnostics are appended to ``diags``)."""
+    live = [r for r in results if r.ok and r.dialect is not None]
+    by_dialect: dict[str, FileResult] = {}
+    for r in live:
+        assert r.dialect is not None
+        other = by_dialect.get(r.dialect.name)
+        if other is None:
+            by_dialect[r.dialect.name] = r
+            continue
+        assert other.dialect is not None
+        new_key, old_key = semver_key(r.dialect.version), semver_key(other.dialect.version)
+        if new_key == old_key:
+            diags.append(Diagnostic("R005", f"dialect {r.dialect.name} {r.dialect.version} is also defined by {other.path}",
+                                    location(r.path, None, "dialect.version"),
+                                    "remove one file or give them different versions"))
+            continue
+        win, lose = (r, other) if new_key > old_key else (other, r)  # type: ignore[operator]
+        assert win.dialect is not None and lose.dialect is not None
+        by_dialect[r.dialect.name] = win
+        diags.append(Diagnostic("R018", f"dialect {win.dialect.name} {lose.dialect.version} is shadowed by version "
+                                f"{win.dialect.version} from {win.path}", location(lose.path),
+                                "remove the older file if it is no longer needed", "note"))
+
+    owner: dict[str, FileResult] = {}
+    kept: list[FileResult] = []
+    for r in sorted(by_dialect.values(), key=results.index):
+        clash = next((i for i in r.ops if i in owner), None)
+        if clash is not None:
+            diags.append(Diagnostic("R005", f"op {clash!r} is already defined in {owner[clash].path}",
+                                    location(r.path, clash, "id"), "rename one of the two ops"))
+            continue
+        owner.update(dict.fromkeys(r.ops, r))
+        kept.append(r)
+
+    while True:
+        ops = {i: op for r in kept for i, op in r.ops.items()}
+        problems = _cross_checks(ops)
+        bad = [r for r in kept if any(i in problems for i in r.ops)]
+        if not bad:
+            break
+        for r in bad:
+            for i in r.ops:
+                diags.extend(problems.get(i, []))
+            diags.append(Diagnostic("R020", "the file is rejected: none of its ops is registered", location(r.path),
+                                    "fix the errors reported for it"))
+            kept.remove(r)
+    rejected = {i: r.path for r in results if r not in kept for i in r.declared}
+    dialects: dict[str, DialectInfo] = {r.dialect.name: r.dialect for r in kept if r.dialect is not None}
+    sources: dict[Path, bytes] = {r.path: r.digest for r in kept}
+    return Registry(ops, dialects, tuple(diags), sources, rejected)
+
+
+class _Table:
+    """The candidate registry as validation's OpTable."""
+
+    def __init__(self, ops: Mapping[str, OpDef]) -> None:
+        self.ops = ops
+
+    def signature(self, op_id: str) -> OpSignature | None:
+        op = self.ops.get(op_id)
+        return op.signature if op else None
+
+    def unknown_op_hint(self, op_id: str) -> str:
+        return "define that op (in this or another loaded op file) or fix the id"
+
+
+def _cross_checks(ops: Mapping[str, OpDef]) -> dict[str, list[Diagnostic]]:
+    problems: dict[str, list[Diagnostic]] = {}
+    table = _Table(ops)
+
+    def fail(op: OpDef, code: str, fld: str, message: str, fix: str) -> None:
+        problems.setdefault(op.id, []).append(Diagnostic(code, message, location(op.source, op.id, fld), fix))
+
+    for op in ops.values():
+        for binding, comp in op.compose.items():
+            m = op.binding_map(binding)
+            where = ", ".join(f"{v}={t}" for v, t in m.items()) or "the op"
+            variables = {p.name: op.signature.resolve(p.type, m) for p in op.signature.inputs}
+            variables.update({a.name: a.dtype for a in op.signature.attrs})
+            try:
+                for name, value in comp.steps:
+                    if name in variables:
+                        raise ExprFault("R010", f"step {name!r} reuses a name already bound", "give each step a new name",
+                                        f"let {name}")
+                    variables[name] = infer_type(value, f"let {name}", variables, {}, table)
+                got = infer_type(comp.result, "result", variables, {}, table)
+            except ExprFault as fault:
+                fail(op, "R010", "compose", f"for {where}: {fault.message} (at {fault.path})", fault.fix)
+                break
+            want = op.output_type(binding)
+            if got is not want:
+                fail(op, "R010", "compose", f"for {where}: compose yields {got} where the result is {want}",
+                     f"make the expression produce {want}")
+                break
+        for law in op.laws:
+            if law.over is not None:
+                _check_over(op, law.over, ops, fail)
+    _check_cycles(ops, fail)
+    return problems
+
+
+def _check_over(op: OpDef, over: str, ops: Mapping[str, OpDef], fail: Any) -> None:
+    other = ops.get(over)
+    if other is None or len(other.signature.inputs) != 2 or other.is_atomic:
+        fail(op, "R014", "laws", f"distributive over {over!r}: no such binary (non-atomic) op",
+             "name a registered binary op")
+        return
+    for binding in op.bindings():
+        law_applies = any(law.over == over and law.applies(op.binding_map(binding)) for law in op.laws)
+        if not law_applies:
+            continue
+        t = op.output_type(binding)
+        try:
+            ok = other.signature.bind([t, t])[1] is t
+        except SignatureError:
+            ok = False
+        if not ok:
+            fail(op, "R014", "laws", f"distributive over {over}: it does not map two {t} values to a {t}",
+                 "name an op of the same type, or restrict the law with @types")
+            return
+
+
+def _check_cycles(ops: Mapping[str, OpDef], fail: Any) -> None:
+    """Report compose definitions that call themselves through other ops (iterative DFS, so a
+    long chain of ops cannot exhaust the Python stack)."""
+    calls = {op.id: sorted(set().union(*(_called(c) for c in op.compose.values()))) for op in ops.values() if op.compose}
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
+    for root in calls:
+        if root in state:
+            continue
+        path: list[str] = [root]
+        todo: list[list[str]] = [list(calls[root])]
+        state[root] = 1
+        while todo:
+            if not todo[-1]:
+                state[path.pop()] = 2
+                todo.pop()
+                continue
+            nxt = todo[-1].pop(0)
+            if state.get(nxt) == 1:
+                cycle = path[path.index(nxt):] + [nxt]
+                fail(ops[path[-1]], "R023", "compose", f"compose calls itself through {' -> '.join(cycle)}",
+                     "define one of the ops without calling the others")
+            elif nxt not in state and nxt in calls:
+                state[nxt] = 1
+                path.append(nxt)
+                todo.append(list(calls[nxt]))
+
+
+def _called(comp: Any) -> set[str]:
+    exprs: list[Expr] = [v for _, v in comp.steps] + [comp.result]
+    return {x.op for e in exprs for x in subexprs(e) if isinstance(x, Op)}

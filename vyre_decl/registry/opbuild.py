@@ -1,0 +1,468 @@
+"""Checking one op of an op file and building its ``OpDef``.
+
+Everything that can be checked without the rest of the registry is checked here: the id, type
+sets, the signature, temporaries, the reference or the compose definition (parsed per binding),
+PTX templates (parsed into instructions, instantiated per binding), laws (syntax, fit, elements),
+waivers, ULP budgets and known-answer tests. Problems become diagnostics, never exceptions;
+``link.py`` does the cross-op checks (compose types, ``over`` ops, cycles).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from pathlib import Path
+from typing import Any, Final, Mapping
+
+from ..ir.diagnostics import Diagnostic
+from ..ir.nodes import Atomic, BufLen, Expr, Id, Load
+from ..ir.parser import parse_compose
+from ..ir.lexer import ParseError
+from ..ir.scalars import ScalarError, encode, parse_value
+from ..ir.signature import AttrSig, Binding, OpSignature, Param
+from ..ir.types import VALUE_TYPES, DataType
+from ..ir.validation import is_identifier
+from ..ir.walk import subexprs
+from .laws import CATALOGUE, LawSyntaxError, law_fits, parse_law
+from .model import Compose, Kat, LawDef, OpDef, Template
+from .references import REFERENCES
+from .sigtext import SignatureSyntaxError, parse_signature
+from .templates import ATOMIC_PLACEHOLDERS, ParsedTemplate, TemplateError, instantiate, parse_template
+from .typesets import TypeSetError, parse_type_set, resolve_keyed
+
+__all__ = ["build_op", "ID_RE", "location"]
+
+ID_RE: Final = re.compile(r"[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)*\Z")
+_VALUE_TYPE_NAMES: Final = {t.value: t for t in VALUE_TYPES}
+_ATOMIC_TYPES: Final = (DataType.U32, DataType.I32, DataType.U64, DataType.I64)
+
+
+def location(path: Path, op: str | None = None, fld: str | None = None) -> str:
+    text = str(path)
+    if op:
+        text += f" [op {op}]"
+    if fld:
+        text += f" {fld}"
+    return text
+
+
+def _msg(exc: Exception) -> tuple[str, str]:
+    msg, _, fix = str(exc).partition(" Fix: ")
+    return msg.rstrip("."), fix or "fix the value"
+
+
+def build_op(fields: Mapping[str, Any], op_id: str, dialect: str, path: Path, diags: list[Diagnostic]) -> OpDef | None:
+    """The OpDef of one op (``fields``: its keys merged over its class's), or None after adding
+    diagnostics to ``diags``."""
+    return _OpBuilder(fields, op_id, dialect, path, diags).build()
+
+
+class _OpBuilder:
+    def __init__(self, fields: Mapping[str, Any], op_id: str, dialect: str, path: Path, diags: list[Diagnostic]) -> None:
+        self.f, self.id, self.dialect, self.path, self.diags = fields, op_id, dialect, path, diags
+        self.start = len(diags)
+        self.type_vars: dict[str, tuple[DataType, ...]] = {}
+
+    def err(self, code: str, fld: str | None, message: str, fix: str) -> None:
+        self.diags.append(Diagnostic(code, message, location(self.path, self.id, fld), fix))
+
+    @property
+    def failed(self) -> bool:
+        return len(self.diags) > self.start
+
+    def describe(self, binding: Binding) -> str:
+        return ", ".join(f"{v}={t}" for v, t in zip(self.type_vars, binding)) or "the op"
+
+    def build(self) -> OpDef | None:
+        f = self.f
+        if not ID_RE.match(self.id) or not self.id.startswith(self.dialect + "."):
+            self.err("R003", "id", f"op id {self.id!r} must be lowercase dotted and start with {self.dialect + '.'!r}",
+                     f"rename it to {self.dialect}.<name>")
+        for key in ("summary", "signature"):
+            if f.get(key) is None:
+                self.err("R002", key, f"the op has no {key}", f"add {key} = \"...\" (or take it from a class)")
+        if self.failed:
+            return None
+        self.types()
+        sig = self.signature()
+        if sig is None or self.failed:
+            return None
+        self.sig = sig
+        self.bindings = list(itertools.product(*self.type_vars.values()))
+        temps = self.temps()
+        references = self.references()
+        compose = self.compose()
+        templates = self.templates(temps) if temps is not None else {}
+        laws = self.laws()
+        waivers = self.waivers()
+        tolerance = self.tolerance()
+        kats = self.kats()
+        if self.failed:
+            return None
+        return OpDef(self.id, self.dialect, f["summary"], sig, laws, waivers, references, compose,
+                     f.get("compose"), templates, tolerance, kats, self.path, f.get("doc") or "")
+
+    # ------------------------------------------------------------------ types and signature
+    def types(self) -> None:
+        for var, text in (self.f.get("types") or {}).items():
+            if not is_identifier(var) or var in _VALUE_TYPE_NAMES:
+                self.err("R006", f"types.{var}", f"bad type variable name {var!r}", "use a name such as T or S")
+                continue
+            try:
+                self.type_vars[var] = parse_type_set(text)
+            except TypeSetError as exc:
+                self.err("R006", f"types.{var}", *_msg(exc))
+
+    def type_name(self, name: str, fld: str, code: str = "R006", allow_vars: bool = True) -> bool:
+        if name in _VALUE_TYPE_NAMES or (allow_vars and name in self.type_vars):
+            return True
+        vars_ = f" or a type variable of `types` ({', '.join(self.type_vars)})" if allow_vars and self.type_vars else ""
+        self.err(code, fld, f"unknown type {name!r}", f"use one of {', '.join(_VALUE_TYPE_NAMES)}{vars_}")
+        return False
+
+    def signature(self) -> OpSignature | None:
+        try:
+            st = parse_signature(self.f["signature"])
+        except SignatureSyntaxError as exc:
+            self.err("R006", "signature", exc.message, exc.fix)
+            return None
+        atomic = bool(st.inputs) and st.inputs[0][2]
+        names: set[str] = set()
+        reserved = set(ATOMIC_PLACEHOLDERS) if atomic else set()
+
+        def name_ok(name: str, what: str) -> None:
+            if not is_identifier(name):
+                self.err("R006", "signature", f"bad {what} name {name!r}", "use an identifier that is not a keyword")
+            elif name in names:
+                self.err("R006", "signature", f"name {name!r} is used twice",
+                         "give operands, the result, attributes and temps distinct names")
+            elif name in reserved or name in self.type_vars:
+                self.err("R022" if name in reserved else "R006", "signature",
+                         f"{name!r} is reserved ({'an atomic template placeholder' if name in reserved else 'a type variable'})",
+                         "rename it")
+            names.add(name)
+
+        inputs = []
+        for i, (name, type_, mem) in enumerate(st.inputs):
+            name_ok(name, "operand")
+            self.type_name(type_, "signature")
+            if mem and i:
+                self.err("R022", "signature", f"{name!r}: only the first operand can be the memory operand (mem)",
+                         "move the memory operand first")
+            inputs.append(Param(name, type_, mem))
+        out_name, out_type = st.output
+        name_ok(out_name, "result")
+        self.type_name(out_type, "signature")
+        attrs = []
+        for name, type_, default in st.attrs:
+            name_ok(name, "attribute")
+            if not self.type_name(type_, "signature", code="R021", allow_vars=False):
+                continue
+            value = None
+            if default is not None:
+                try:
+                    value = parse_value(DataType(type_), default)
+                except ScalarError as exc:
+                    self.err("R021", "signature", f"attribute {name}: " + _msg(exc)[0], f"give a default that is a valid {type_}")
+            attrs.append(AttrSig(name, DataType(type_), value))
+        used = {p[1] for p in st.inputs} | {out_type}
+        for var in self.type_vars:
+            if var not in used:
+                self.err("R006", f"types.{var}", f"type variable {var} is not used in the signature",
+                         "remove it or use it in the signature")
+        if atomic:
+            mem_type = st.inputs[0][1]
+            if out_type != mem_type:
+                self.err("R022", "signature", "an atomic op's result (the new memory value) must have the memory "
+                         "operand's type", f"declare the result as {mem_type}")
+            allowed = self.type_vars.get(mem_type, (DataType(mem_type),) if mem_type in _VALUE_TYPE_NAMES else ())
+            bad = [t.value for t in allowed if t not in _ATOMIC_TYPES]
+            if bad:
+                self.err("R022", "signature", f"atomics work on u32, i32, u64 and i64 words, not {', '.join(bad)}",
+                         "restrict the memory operand's types")
+            if len(inputs) < 2:
+                self.err("R022", "signature", "an atomic op needs an operand besides the memory operand",
+                         "add the value operand")
+        self.names = names
+        if self.failed:
+            return None
+        return OpSignature(self.id, tuple(inputs), Param(out_name, out_type), tuple(self.type_vars.items()), tuple(attrs))
+
+    def temps(self) -> dict[str, str] | None:
+        temps = {}
+        for name, t in (self.f.get("temps") or {}).items():
+            if not is_identifier(name) or name in self.names or name in self.type_vars:
+                self.err("R007", f"temps.{name}", f"bad or duplicate temporary name {name!r}",
+                         "give temporaries identifier names distinct from the signature's")
+            elif self.type_name(t, f"temps.{name}", code="R007"):
+                temps[name] = t
+        return temps
+
+    def resolve(self, value: Any, fld: str, is_leaf: Any) -> dict[Binding, tuple[Any, str]]:
+        table = resolve_keyed(value, list(self.type_vars.items()), fld, is_leaf)
+        for where, message, fix in table.errors:
+            self.err("R008" if fld == "ptx" else "R011" if fld == "kat" else "R012", where, message, fix)
+        return table.values
+
+    # ------------------------------------------------------------------ semantics
+    def references(self) -> dict[Binding, str]:
+        ref, comp = self.f.get("reference"), self.f.get("compose")
+        if ref is not None and comp is not None:
+            self.err("R012", "reference", "the op has both a reference and a compose definition, which could disagree",
+                     "keep one: compose defines composite ops; reference names the function of an intrinsic")
+            return {}
+        if ref is None:
+            if comp is None:
+                self.err("R013", "reference", "the op has neither a reference nor a compose definition",
+                         'add reference = "<function>" (and ptx templates) or compose = "<expression>"')
+            return {}
+        found = self.resolve(ref, "reference", lambda v: isinstance(v, str))
+        refs = {}
+        for b in self.bindings:
+            if b not in found:
+                self.err("R013", "reference", f"no reference function for {self.describe(b)}",
+                         "cover every binding of the type variables")
+                continue
+            name, fld = found[b]
+            entry = REFERENCES.get(name)
+            if entry is None:
+                self.err("R012", fld, f"{name!r} is not a reference function",
+                         f"use one of {', '.join(sorted(REFERENCES))}, or define the op with compose")
+                continue
+            m = dict(zip(self.type_vars, b))
+            kinds = {self.sig.resolve(p.type, m).kind for p in self.sig.inputs}
+            if not kinds <= entry[1]:
+                self.err("R012", fld, f"{name} does not implement the semantics for {self.describe(b)} "
+                         f"(it covers {', '.join(sorted(entry[1]))} operands)",
+                         "key the reference by type and give those types another function")
+                continue
+            refs[b] = name
+        return refs
+
+    def compose(self) -> dict[Binding, Compose]:
+        text = self.f.get("compose")
+        if text is None or self.f.get("reference") is not None:
+            return {}
+        result = {}
+        for b in self.bindings:
+            try:
+                steps, expr = parse_compose(text, dict(zip(self.type_vars, b)), location(self.path, self.id, "compose"))
+            except ParseError as exc:
+                d = exc.diagnostics[0]
+                where = f" for {self.describe(b)}" if b else ""
+                self.err("R009", "compose", f"compose does not parse{where} at {d.location.rpartition(' ')[2]}: "
+                         f"{d.message}", d.fix)
+                return {}
+            bad = next((_impure(e) for e in [v for _, v in steps] + [expr] if _impure(e)), None)
+            if bad:
+                self.err("R010", "compose", f"compose may only combine its operands and attributes with ops, "
+                         f"found {bad}", "remove buffer accesses, ids and atomics from compose")
+                return {}
+            result[b] = Compose(steps, expr)
+        return result
+
+    def templates(self, temps: Mapping[str, str]) -> dict[Binding, Template]:
+        ptx = self.f.get("ptx")
+        needed = self.f.get("reference") is not None or self.sig.is_atomic
+        if ptx is None:
+            if needed and self.bindings:
+                self.err("R008", "ptx", "the op has no PTX template",
+                         "add ptx = \"...\" (an op without templates is lowered from its compose definition)")
+            return {}
+        found = self.resolve(ptx, "ptx", lambda v: isinstance(v, str))
+        sig = self.sig
+        atomic = sig.is_atomic
+        operands = frozenset(p.name for p in (sig.operands if atomic else sig.inputs))
+        result_name = "old" if atomic else sig.output.name
+        parsed: dict[str, ParsedTemplate | None] = {}
+        out = {}
+        for b in self.bindings:
+            if b not in found:
+                if needed:
+                    self.err("R008", "ptx", f"no PTX template for {self.describe(b)}",
+                             "add a template for every type the op declares")
+                continue
+            text, fld = found[b]
+            if text not in parsed:
+                try:
+                    parsed[text] = parse_template(text, inputs=operands, attrs=frozenset(a.name for a in sig.attrs),
+                                                  temps=frozenset(temps), result=result_name,
+                                                  type_vars=frozenset(self.type_vars), atomic=atomic)
+                except TemplateError as exc:
+                    parsed[text] = None
+                    self.err(exc.code, fld, exc.message, exc.fix)
+            tmpl = parsed[text]
+            if tmpl is None:
+                continue
+            m = dict(zip(self.type_vars, b))
+            try:
+                out[b] = instantiate(tmpl, m, {n: sig.resolve(t, m) for n, t in temps.items()})
+            except TemplateError as exc:
+                self.err(exc.code, fld, exc.message, exc.fix)
+        return out
+
+    # ------------------------------------------------------------------ laws, budgets, known answers
+    def when(self, text: str, fld: str) -> dict[str, tuple[DataType, ...]] | None:
+        """A law's @restriction: a type set of the only type variable, or VAR=set; VAR=set."""
+        parts = [p.strip() for p in text.split(";")]
+        result = {}
+        for part in parts:
+            var, eq, types = part.partition("=")
+            if not eq:
+                if len(self.type_vars) != 1 or len(parts) != 1:
+                    self.err("R014", fld, f"@{text}: the op has {len(self.type_vars)} type variables",
+                             "write @VAR=types for each variable you restrict, e.g. @T=int")
+                    return None
+                var, types = next(iter(self.type_vars)), part
+            var = var.strip()
+            if var not in self.type_vars:
+                self.err("R014", fld, f"@{text}: {var!r} is not a type variable of the op",
+                         f"use one of {', '.join(self.type_vars) or '(none: remove the @restriction)'}")
+                return None
+            try:
+                result[var] = parse_type_set(types, self.type_vars[var])
+            except TypeSetError as exc:
+                self.err("R014", fld, *_msg(exc))
+                return None
+        return result
+
+    def laws(self) -> tuple[LawDef, ...]:
+        laws = []
+        for i, text in enumerate(self.f.get("laws") or ()):
+            fld = f"laws[{i}]"
+            try:
+                name, arg, when_text = parse_law(text)
+            except LawSyntaxError as exc:
+                self.err("R014", fld, exc.message, exc.fix)
+                continue
+            kind = CATALOGUE[name]
+            when = self.when(when_text, fld) if when_text else None
+            if when_text and when is None:
+                continue
+            if kind.element is None and not kind.over and arg is not None:
+                self.err("R014", fld, f"{name} takes no argument", f'write "{name}"')
+                continue
+            if (kind.element is not None or kind.over) and arg is None:
+                what = "an element, e.g. identity(zero)" if kind.element else "the op it distributes over"
+                self.err("R014", fld, f"{name} needs {what}", f'write "{name}(...)"')
+                continue
+            law = LawDef(name, arg if kind.element else None, arg if kind.over else None, when, text)
+            ok = False
+            for b in self.bindings:
+                m = dict(zip(self.type_vars, b))
+                if not law.applies(m):
+                    continue
+                operands = tuple(self.sig.resolve(p.type, m) for p in self.sig.inputs)
+                result = self.sig.resolve(self.sig.output.type, m)
+                why = law_fits(kind, operands, result)
+                if why:
+                    self.err("R014", fld, f"{text}: for {self.describe(b)}, {why}",
+                             "remove the law or restrict it with @types")
+                    break
+                if law.element is not None:
+                    try:
+                        law.element_bits(result if kind.element == "result" else operands[0])
+                    except ScalarError as exc:
+                        self.err("R014", fld, f"{text}: for {self.describe(b)}, " + _msg(exc)[0],
+                                 "restrict the law with @types or use another element")
+                        break
+                ok = True
+            else:
+                if not ok:
+                    self.err("R014", fld, f"{text} applies to no binding of the op", "fix or remove the @restriction")
+                    continue
+                laws.append(law)
+        return tuple(laws)
+
+    def waivers(self) -> dict[str, str]:
+        out = {}
+        for name, why in (self.f.get("waive") or {}).items():
+            if name not in CATALOGUE:
+                self.err("R014", f"waive.{name}", f"{name!r} is not a law of the catalogue", f"use one of {', '.join(CATALOGUE)}")
+            elif not why.strip():
+                self.err("R014", f"waive.{name}", "a waiver needs its reason", "say why the law is not declared")
+            else:
+                out[name] = why.strip()
+        return out
+
+    def tolerance(self) -> dict[DataType, int]:
+        out_types = {self.sig.resolve(self.sig.output.type, dict(zip(self.type_vars, b))) for b in self.bindings}
+        result = {}
+        for key, ulp in (self.f.get("ulp") or {}).items():
+            try:
+                types = parse_type_set(key)
+            except TypeSetError as exc:
+                self.err("R019", f"ulp.{key}", *_msg(exc))
+                continue
+            if not all(t.is_float and t in out_types for t in types):
+                self.err("R019", f"ulp.{key}", f"{key!r} names types that are not float results of this op",
+                         "key ULP budgets by the op's float result types")
+            elif not 0 <= ulp <= 1 << 20:
+                self.err("R019", f"ulp.{key}", f"ULP budget {ulp} is out of range", "use 0 (exact) up to 2^20")
+            else:
+                result.update(dict.fromkeys(types, ulp))
+        return result
+
+    def kats(self) -> tuple[Kat, ...]:
+        raw = self.f.get("kat")
+        if raw is None:
+            return ()
+        found = self.resolve(raw, "kat", lambda v: isinstance(v, list))
+        kats = []
+        for b, (groups, fld) in found.items():
+            if groups and all(isinstance(g, dict) for g in groups):
+                entries = [(g, f"{fld}[{j}]") for j, g in enumerate(groups)]
+            else:
+                entries = [({"cases": groups}, fld)]
+            for group, gfld in entries:
+                kat = self.kat_group(b, group, gfld)
+                if kat is not None:
+                    kats.append(kat)
+        return tuple(kats)
+
+    def kat_group(self, b: Binding, group: Mapping[str, Any], fld: str) -> Kat | None:
+        sig = self.sig
+        unknown = set(group) - {"cases", "attrs", "note"}
+        if unknown or not isinstance(group.get("cases"), list):
+            self.err("R011", fld, f"a KAT group is {{ cases = [[...]], attrs = {{...}}, note = \"...\" }}"
+                     + (f"; unknown keys {sorted(unknown)}" if unknown else ""), "write rows as [inputs..., expected]")
+            return None
+        attr_sigs = {a.name: a for a in sig.attrs}
+        attrs = []
+        given = group.get("attrs") or {}
+        if not isinstance(given, dict):
+            self.err("R011", f"{fld}.attrs", "attrs is a table of attribute values", "write attrs = { k = 3 }")
+            return None
+        for name, value in given.items():
+            a = attr_sigs.get(name)
+            if a is None:
+                self.err("R011", f"{fld}.attrs.{name}", f"the op has no attribute {name!r}", "remove it")
+                continue
+            try:
+                attrs.append((name, encode(a.dtype, value)))
+            except ScalarError as exc:
+                self.err("R011", f"{fld}.attrs.{name}", _msg(exc)[0], f"give a valid {a.dtype}")
+        missing = [a for a in sig.attrs if a.default is None and a.name not in given]
+        if missing:
+            self.err("R011", f"{fld}.attrs", f"attribute {missing[0].name!r} has no default and is not given",
+                     f"add attrs = {{ {missing[0].name} = ... }}")
+        m = dict(zip(self.type_vars, b))
+        types = [sig.resolve(p.type, m) for p in sig.inputs] + [sig.resolve(sig.output.type, m)]
+        rows = []
+        for j, row in enumerate(group["cases"]):
+            if not isinstance(row, list) or len(row) != len(types):
+                n = len(row) if isinstance(row, list) else "not a list"
+                self.err("R011", f"{fld}[{j}]", f"a case has {len(types)} values (inputs then the expected result), this one has {n}",
+                         "write [input, ..., expected]")
+                continue
+            try:
+                rows.append(tuple(encode(t, v) for t, v in zip(types, row)))
+            except (ScalarError, OverflowError) as exc:
+                self.err("R011", f"{fld}[{j}]", _msg(exc)[0], "write values of the case's types")
+        note = group.get("note") or ""
+        return Kat(b, tuple(sorted(attrs)), tuple(rows), note if isinstance(note, str) else "")
+
+
+def _impure(e: Expr) -> str | None:
+    bad = next((x for x in subexprs(e) if isinstance(x, (Load, Atomic, Id, BufLen))), None)
+    return type(bad).__name__ if bad is not None else None

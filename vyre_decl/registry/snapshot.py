@@ -1,0 +1,90 @@
+"""Registry snapshots: a validated registry pickled to the disk cache, keyed by everything it came from.
+
+The key hashes the snapshot format, the package version, the registry and IR code (size and
+mtime of their modules), every op file's path and bytes, and the diagnostics found before any
+file was read. A snapshot is written atomically (``diskcache``); one that is stale never matches
+its key, one that is corrupt fails its checksum or its unpickling and is rebuilt, and a cache
+location that cannot be written is tolerated. Unpickling resolves only vyre_decl classes and a
+few harmless builtins, so a planted cache file cannot run code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+import pickle
+from pathlib import Path
+from typing import Any, Final, Sequence
+
+from ..diskcache import DiskCache, cache_dir
+from ..ir.diagnostics import Diagnostic
+from .registry import Registry
+
+__all__ = ["snapshot_key", "read_snapshot", "write_snapshot", "SNAPSHOT_FORMAT"]
+
+SNAPSHOT_FORMAT: Final = "vyre_decl.registry-snapshot/2"  # bump when the op format or OpDef changes
+_log = logging.getLogger("vyre_decl.registry")
+_PACKAGE: Final = Path(__file__).resolve().parent.parent
+_SAFE_GLOBALS: Final = {
+    ("builtins", n) for n in ("frozenset", "set", "tuple", "list", "dict", "bytes", "int", "str", "float", "bool")
+} | {("pathlib", "PosixPath"), ("pathlib", "WindowsPath"), ("pathlib", "Path"), ("copyreg", "_reconstructor")}
+
+
+def _code_fingerprint() -> bytes:
+    h = hashlib.sha256()
+    for sub in ("registry", "ir"):
+        for p in sorted((_PACKAGE / sub).glob("*.py")):
+            st = p.stat()
+            h.update(f"{p.name}:{st.st_size}:{st.st_mtime_ns};".encode())
+    return h.digest()
+
+
+def snapshot_key(files: Sequence[Path], diags: Sequence[Diagnostic]) -> str | None:
+    """The snapshot key of a registry read from ``files`` (None if a file cannot be read: then
+    the loader reports it and nothing is cached)."""
+    from .. import __version__
+
+    h = hashlib.sha256(f"{SNAPSHOT_FORMAT}|{__version__}|".encode())
+    try:
+        h.update(_code_fingerprint())
+        for f in files:
+            h.update(f"{f}\0".encode())
+            h.update(hashlib.sha256(f.read_bytes()).digest())
+    except OSError:
+        return None
+    for d in diags:
+        h.update(f"{d}\0".encode())
+    return h.hexdigest()
+
+
+class _Unpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        if module.startswith("vyre_decl.") or (module, name) in _SAFE_GLOBALS:
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"{module}.{name} is not allowed in a registry snapshot")
+
+
+def _cache() -> DiskCache:
+    return DiskCache(cache_dir(), "registry")
+
+
+def read_snapshot(key: str) -> Registry | None:
+    payload = _cache().get(key)
+    if payload is None:
+        return None
+    try:
+        registry = _Unpickler(io.BytesIO(payload)).load()
+    except Exception as exc:  # noqa: BLE001 - any broken snapshot is rebuilt
+        _log.warning("vyre_decl: registry snapshot %s is unreadable (%s); rebuilding it", key[:16], exc)
+        return None
+    return registry if isinstance(registry, Registry) else None
+
+
+def write_snapshot(key: str, registry: Registry) -> None:
+    try:
+        payload = pickle.dumps(registry, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:  # noqa: BLE001 - a registry that cannot be pickled is simply not cached
+        _log.warning("vyre_decl: cannot snapshot the registry: %s", exc)
+        return
+    _cache().put(key, payload)
