@@ -3,7 +3,9 @@ a program from text and dispatches it on the reference backend."""
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +13,8 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+# every test process (and the processes tests start) caches in a fresh directory, never in ~/.cache
+os.environ.setdefault("VYRE_DECL_CACHE_DIR", tempfile.mkdtemp(prefix="vyre_decl_test_cache_"))
 
 from vyre_decl.backends.config import DispatchConfig  # noqa: E402
 from vyre_decl.backends.reference import ReferenceBackend  # noqa: E402

@@ -9,6 +9,9 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
+from vyre_decl.emit import find_ptxas
 from vyre_decl.registry import load
 from vyre_decl.ops import main
 
@@ -71,3 +74,35 @@ def test_module_entry_point():
     proc = subprocess.run([sys.executable, "-m", "vyre_decl.ops", "check", str(BAD / "01_toml_syntax.toml")],
                           capture_output=True, text=True, env=env)
     assert proc.returncode == 1 and "R001" in proc.stderr
+
+
+AUTHOR_MISTAKES = {
+    "wrong_kat": ('kat.i32 = [[2, 3, 6]]', "R030", "[i32] known answer"),
+    "false_law": ('laws = ["commutative", "identity(one) @i32"]', "R031", "[i32] the law identity(one)"),
+    "bogus_instruction": ('ptx = { u32 = "add.u32 {out}, {a}, {b};", i32 = "add.s33 {out}, {a}, {b};" }', "R032",
+                          "[i32] ptxas rejects"),
+}
+
+
+@pytest.mark.parametrize("mistake", list(AUTHOR_MISTAKES))
+def test_check_catches_author_mistakes_naming_file_op_and_type(mistake, tmp_path, capsys):
+    line, code, where = AUTHOR_MISTAKES[mistake]
+    if code == "R032" and not find_ptxas():
+        pytest.skip("ptxas is not installed here: pip install nvidia-cuda-nvcc")
+    body = 'ptx = "add.{T} {out}, {a}, {b};"\n' if "ptx" not in line else ""
+    f = tmp_path / "mine.toml"
+    f.write_text('[dialect]\nname = "mine"\nversion = "1.0.0"\n[[op]]\nid = "mine.add"\nsummary = "s"\n'
+                 f'signature = "(a: T, b: T) -> T"\ntypes = {{ T = "u32,i32" }}\nreference = "add"\n{body}{line}\n')
+    assert main(["check", str(f)]) == 1
+    err = capsys.readouterr().err
+    (diag,) = [ln for ln in err.splitlines() if f"error {code}" in ln]
+    assert str(f) in diag and "[op mine.add]" in diag and where in diag and "Fix:" in diag
+
+
+def test_laws_catalogue_and_suggestions(tmp_path, capsys):
+    assert main(["laws"]) == 0
+    out = capsys.readouterr().out
+    assert "distributive" in out and "self_inverse" in out
+    assert main(["laws", "--suggest", "primitive.math.*"]) == 0
+    assert "ok: every law that holds" in capsys.readouterr().out
+    assert main(["laws", "--suggest", "nothing.*"]) == 2

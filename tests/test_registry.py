@@ -36,9 +36,9 @@ def test_standard_ops_load_cleanly(registry):
 def test_every_intrinsic_has_a_template_per_binding_and_a_reference(registry):
     for op in registry:
         for b in op.bindings():
-            if op.category == "intrinsic":
+            if op.category == "intrinsic" or op.is_atomic:
                 assert b in op.templates, (op.id, b)
-            assert op.reference_for(b) is not None or op.compose is not None
+            assert (op.reference_for(b) is None) != (op.compose_for(b) is None), (op.id, b)
 
 
 def test_a_composite_is_defined_only_by_compose(registry):
@@ -152,3 +152,54 @@ def test_signature_view(registry):
     assert registry.signature("primitive.atomic.add").is_atomic
     assert registry.signature("nope.op") is None
     assert "primitive.math" in registry.unknown_op_hint("primitive.math.fma")
+
+
+def test_a_loader_failure_is_a_diagnostic_for_that_file_only(tmp_path, monkeypatch):
+    from vyre_decl.registry import files
+
+    real = files.build_op
+
+    def explode(fields, op_id, *args):
+        if op_id.startswith("boom."):
+            raise RuntimeError("simulated loader bug")
+        return real(fields, op_id, *args)
+
+    monkeypatch.setattr(files, "build_op", explode)
+    (tmp_path / "boom.toml").write_text('[dialect]\nname = "boom"\nversion = "1.0.0"\n[[op]]\nid = "boom.x"\n'
+                                        'summary = "s"\nsignature = "(a: u32) -> u32"\ncompose = "a"\n')
+    reg = load([tmp_path, FIXTURES / "extra_ops"], env=False, snapshot=False)
+    (d,) = reg.errors
+    assert d.code == "R029" and "boom.toml" in d.location and "simulated loader bug" in d.message
+    assert "demo.fused.axpy" in reg and "boom.x" not in reg and len(reg) == len(load(env=False)) + 1
+
+
+def test_bad_files_on_the_env_path_never_break_default_registry(tmp_path, monkeypatch):
+    import vyre_decl.registry as registry_mod
+
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    for name in ("70_huge_integer", "71_deep_nesting", "72_huge_hex_kat", "73_compose_attribute_not_literal",
+                 "02_not_utf8", "64_placeholder_attribute"):
+        (bad / f"{name}.toml").write_bytes((FIXTURES / "bad_ops" / f"{name}.toml").read_bytes().replace(
+            b'"bad.x', f'"{name[3:]}'.encode()))
+    monkeypatch.setenv(ENV_VAR, str(bad))
+    monkeypatch.setattr(registry_mod, "_cached", None)
+    reg = registry_mod.default_registry()
+    assert len(reg) == len(load(env=False)) and len({d.location.split(" ")[0] for d in reg.errors}) == 6
+
+
+def test_a_broken_standard_library_is_the_one_error_default_registry_raises(tmp_path, monkeypatch):
+    import vyre_decl.registry as registry_mod
+    from vyre_decl.ir import VyreError
+
+    std = tmp_path / "std"
+    std.mkdir()
+    for f in standard_ops_dir().glob("*.toml"):
+        (std / f.name).write_text(f.read_text())
+    (std / "primitive.math.toml").write_text((std / "primitive.math.toml").read_text().replace("add{T.rn}", "add{T.zz}"))
+    monkeypatch.setattr(registry_mod, "standard_ops_dir", lambda: std)
+    monkeypatch.setattr("vyre_decl.registry.loader.standard_ops_dir", lambda: std)
+    monkeypatch.setattr(registry_mod, "_cached", None)
+    with pytest.raises(VyreError) as info:
+        registry_mod.default_registry()
+    assert "standard op library is broken" in str(info.value) and "R007" in info.value.codes

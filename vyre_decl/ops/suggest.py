@@ -63,7 +63,8 @@ def _candidates(registry: Registry, op: OpDef, binding: Binding) -> Iterator[_Ca
                     continue
                 if bits not in seen:
                     seen.add(bits)
-                    yield _Candidate(kind.name, name, bits)
+                    nan = et.is_float and bits == CANONICAL_NAN[et]
+                    yield _Candidate(kind.name, "nan" if nan else name, bits)
         elif kind.over:
             for other in registry:
                 if other.dialect != op.dialect or other.is_atomic or len(other.signature.inputs) != 2:

@@ -1,0 +1,124 @@
+"""Registry snapshots: written once, read by later loads, keyed by the sources, rebuilt when stale or
+corrupt, never executing code from the cache, tolerant of a cache that cannot be written."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vyre_decl.registry import files as files_mod
+from vyre_decl.registry import load, snapshot
+from vyre_decl.registry.loader import standard_ops_dir
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("VYRE_DECL_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache" / "registry"
+
+
+def _snapshots(cache: Path) -> list[Path]:
+    return sorted(p for p in cache.rglob("*") if p.is_file() and not p.name.startswith(".tmp"))
+
+
+def _same(a, b) -> None:
+    assert [op.id for op in a] == [op.id for op in b]
+    assert a.fingerprint == b.fingerprint and a.diagnostics == b.diagnostics
+    for op in a:
+        assert b.get(op.id) == op
+
+
+def _forbid_reading(monkeypatch) -> None:
+    def refuse(path):
+        raise AssertionError(f"{path} was read although a snapshot should serve")
+
+    monkeypatch.setattr(files_mod, "read_op_file", refuse)
+
+
+def test_a_second_load_reads_the_snapshot(cache, monkeypatch):
+    first = load(env=False)
+    (snap,) = _snapshots(cache)
+    _forbid_reading(monkeypatch)
+    _same(first, load(env=False))
+    assert _snapshots(cache) == [snap]
+
+
+def test_a_second_process_uses_the_snapshot_without_the_checking_machinery(cache):
+    load(env=False)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    code = ("import sys\nfrom vyre_decl.registry import load\nr = load(env=False)\n"
+            "print(len(r), 'vyre_decl.registry.files' in sys.modules, 'pydantic' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    assert out.split() == ["44", "False", "False"]
+
+
+def test_a_changed_op_file_is_a_new_key(cache, tmp_path):
+    ops = tmp_path / "ops"
+    ops.mkdir()
+    for f in standard_ops_dir().glob("*.toml"):
+        (ops / f.name).write_bytes(f.read_bytes())
+    before = load([ops], standard=False, env=False)
+    math = ops / "primitive.math.toml"
+    math.write_text(math.read_text().replace('summary = "a + b: wrapping', 'summary = "A + B: wrapping'))
+    after = load([ops], standard=False, env=False)
+    assert after.get("primitive.math.add").summary.startswith("A + B")
+    assert before.fingerprint != after.fingerprint and len(_snapshots(cache)) == 2
+
+
+def test_a_corrupt_snapshot_is_rebuilt(cache, caplog):
+    first = load(env=False)
+    (snap,) = _snapshots(cache)
+    snap.write_bytes(snap.read_bytes()[:100] + b"garbage")
+    _same(first, load(env=False))
+    assert "corrupt cache entry" in caplog.text
+    assert len(snap.read_bytes()) > 1000  # written again
+
+
+class _Boom:
+    def __reduce__(self):
+        return (os.system, ("touch planted-by-snapshot",))
+
+
+def test_a_planted_pickle_does_not_run(cache, tmp_path, monkeypatch, caplog):
+    load(env=False)
+    (snap,) = _snapshots(cache)
+    payload = pickle.dumps(_Boom())
+    import hashlib
+
+    snap.write_bytes(hashlib.sha256(payload).digest() + payload)  # a valid checksum around a hostile pickle
+    monkeypatch.chdir(tmp_path)
+    reg = load(env=False)
+    assert len(reg) == 44 and not (tmp_path / "planted-by-snapshot").exists()
+    assert "not allowed in a registry snapshot" in caplog.text
+
+
+def test_an_unwritable_cache_is_tolerated(tmp_path, monkeypatch, caplog):
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("x")
+    monkeypatch.setenv("VYRE_DECL_CACHE_DIR", str(blocker))
+    assert len(load(env=False)) == 44
+    assert len(load(env=False)) == 44
+    assert "cannot write cache entry" in caplog.text
+
+
+def test_snapshot_false_neither_reads_nor_writes(cache):
+    load(env=False, snapshot=False)
+    assert _snapshots(cache) == []
+
+
+def test_the_key_covers_paths_bytes_and_early_diagnostics(tmp_path):
+    a, b = tmp_path / "a.toml", tmp_path / "b.toml"
+    a.write_text("x")
+    b.write_text("x")
+    assert snapshot.snapshot_key([a], []) != snapshot.snapshot_key([b], [])  # same bytes, another path
+    k = snapshot.snapshot_key([a], [])
+    a.write_text("y")
+    assert snapshot.snapshot_key([a], []) != k
+    assert snapshot.snapshot_key([tmp_path / "missing.toml"], []) is None
