@@ -237,6 +237,16 @@ def test_compose_constant_errors_name_the_binding(tmp_path):
     assert "T=u32" in d.message and "0.5" in d.message
 
 
+def test_compose_steps_end_at_a_newline_or_semicolon():
+    from vyre_decl.ir.parser import parse_compose
+
+    for text in ("let d = b - a\na + d", "let d = b - a; a + d", "\nlet d = b - a\n\n a + d\n"):
+        steps, result = parse_compose(text, {})
+        assert [n for n, _ in steps] == ["d"] and result.op == "primitive.math.add"
+    with pytest.raises(Exception, match="end of the step"):
+        parse_compose("let d = b - a a + d", {})
+
+
 def test_compose_steps_may_not_rebind_a_name(tmp_path):
     (tmp_path / "e.toml").write_text('[dialect]\nname = "e"\nversion = "1.0.0"\n[[op]]\nid = "e.f"\n'
                                      'summary = "s"\nsignature = "(a: u32) -> u32"\ncompose = "let a = a + 1u32; a"\n')

@@ -447,8 +447,8 @@ def parse_compose(src: str, type_vars: Mapping[str, DataType], filename: str = "
         name = parser.ident("a step name")
         parser.expect("=")
         steps.append((name, parser.expr()))
-        tok = parser.peek(skip_nl=False)
-        if tok.kind not in ("nl", "eof"):
+        tok, prev = parser.peek(skip_nl=False), parser.toks[parser.i - 1]
+        if tok.kind not in ("nl", "eof") and prev.kind != "nl":
             parser.error(tok, "P002", f"expected the end of the step, found {parser._describe(tok)}",
                          "put each let on its own line or end it with ';'")
     if parser.peek().kind == "eof":

@@ -9,6 +9,7 @@ exception escapes, so one bad file cannot take the rest of the registry down.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -38,6 +39,14 @@ def semver_key(version: str) -> tuple[Any, ...] | None:
         return (int(major), int(minor), int(patch), 1, ())
     ids = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in pre.split("."))
     return (int(major), int(minor), int(patch), 0, ids)
+
+
+def _finite_float(text: str) -> float:
+    """TOML floats, refusing a finite spelling that overflows to infinity (``1e400``)."""
+    value = float(text)
+    if math.isinf(value) and "inf" not in text:
+        raise ValueError(f"the float {text} is out of range (write inf for infinity)")
+    return value
 
 
 @dataclass
@@ -82,7 +91,7 @@ def _read(res: FileResult) -> None:
         return
     res.digest = hashlib.sha256(data).digest()
     try:
-        raw = tomllib.loads(data.decode("utf-8"))
+        raw = tomllib.loads(data.decode("utf-8"), parse_float=_finite_float)
     except UnicodeDecodeError as exc:
         res.error("R001", f"the file is not UTF-8 (byte {exc.start})", None, "save it as UTF-8")
         return
