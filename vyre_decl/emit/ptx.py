@@ -14,9 +14,10 @@ Kernel ABI (what the CUDA backend packs, in this order, all by value):
 There is no parameter buffer in device memory and no implicit guard: every invocation of the
 grid runs the body, exactly as on the reference backend.
 
-Template contract: the result placeholder (``{out}``, or ``{old}`` in atomic templates) and every
-declared temporary are fresh registers that alias no input, so a template may write its result
-before it has read all its inputs (the ÷0 and min/max templates do).
+Templates arrive parsed and instantiated for their binding (``registry/templates.py``); the
+emitter only names the registers and immediates of their operands. The result (``{out}``, or
+``{old}`` in atomic templates) and every temporary are fresh registers that alias no operand, so
+a template may write its result before it has read all its operands (the ÷0 templates do).
 
 Memory rules of the semantics table: loads out of bounds yield 0 and stores/atomics out of
 bounds do nothing — by a predicate on the access, never by clamping the index. Workgroup buffers

@@ -259,7 +259,7 @@ class _Parser:
             tok = self.peek(skip_nl=False)
             sym = tok.text if tok.kind == "punct" else None
             level = sugar.BINARY_PRECEDENCE.get(sym) if sym else None
-            if level is None or level < min_level:
+            if sym is None or level is None or level < min_level:
                 return left
             self.i += 1
             right = self.expr(level + 1)

@@ -156,8 +156,8 @@ def _op_expr(e: Op) -> tuple[str, int]:
         and len(e.types) == 1
         and e.types[0][0] == sugar.CAST_TYPE_VAR
     ):
-        operand = _wrap(_expr(e.args[0]), sugar.UNARY_PRECEDENCE)
-        return f"{operand} as {e.types[0][1].value}", sugar.CAST_PRECEDENCE
+        cast_operand = _wrap(_expr(e.args[0]), sugar.UNARY_PRECEDENCE)
+        return f"{cast_operand} as {e.types[0][1].value}", sugar.CAST_PRECEDENCE
     generics = [f"{name}={dtype.value}" for name, dtype in e.types]
     generics += [f"{name}={format_literal(lit.dtype, lit.bits)}" for name, lit in e.attrs]
     head = e.op + (f"<{', '.join(generics)}>" if generics else "")

@@ -200,11 +200,11 @@ def parse_value(dtype: DataType | str, text: str) -> int:
         bits = CANONICAL_NAN[dtype]
         return bits | (1 << (dtype.bits - 1)) if low.startswith("-") else bits
     try:
-        value = float.fromhex(s) if "p" in low and "0x" in low else float(s)
+        number = float.fromhex(s) if "p" in low and "0x" in low else float(s)
     except (ValueError, OverflowError):
         raise ScalarError(
             f"{text!r} is not a float. Fix: write e.g. 1.5, -0.0, 1e-3, inf, nan or bits(0x7fc00001)"
         ) from None
-    if math.isinf(value) and "inf" not in low:
+    if math.isinf(number) and "inf" not in low:
         raise ScalarError(f"{text} is out of range for {dtype}. Fix: write inf, or a value within ±{dtype.max:g}")
-    return encode(dtype, value)
+    return encode(dtype, number)

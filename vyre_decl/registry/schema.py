@@ -104,13 +104,13 @@ def _table(value: Any, keys: Mapping[str, Key], where: str, op: str | None, out:
         if key.required and name not in value:
             out.append((op, f"{where}{name}", f"missing key {name!r}", f"add {name} = ..."))
     for name, v in value.items():
-        key = keys.get(name)
-        if key is None:
+        found = keys.get(name)
+        if found is None:
             fix = f"this looks like op format v1; {V1_KEYS[name]}" if name in V1_KEYS else \
                 f"remove it (known keys: {', '.join(keys)}; see docs/ops-format.md)"
             out.append((op, f"{where}{name}", f"unknown key {name!r}", fix))
-        elif not _is(key.kind, v):
-            out.append((op, f"{where}{name}", f"{name} must be {_KIND_TEXT[key.kind]}, not {type(v).__name__}",
+        elif not _is(found.kind, v):
+            out.append((op, f"{where}{name}", f"{name} must be {_KIND_TEXT[found.kind]}, not {type(v).__name__}",
                         "see docs/ops-format.md for the key's form"))
 
 

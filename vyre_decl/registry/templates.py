@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Final, Mapping
+from typing import Callable, Final, Mapping
 
 from ..ir.scalars import ELEMENTS, ScalarError, element_bits
 from ..ir.types import DataType
@@ -54,15 +54,15 @@ PTX_TYPE: Final[Mapping[DataType, str]] = {
 }
 PTX_BITS: Final[Mapping[DataType, str]] = {t: ("pred" if t is DataType.BOOL else f"b{t.bits}") for t in PTX_TYPE}
 
-# property -> (position: "opcode" modifier text or "operand" immediate, value for a type or None)
-_MODIFIERS: Final = {
+# type properties: opcode modifiers, and numbers used as operands (None: no value for that type)
+_MODIFIERS: Final[Mapping[str, Callable[[DataType], str | None]]] = {
     "": lambda t: PTX_TYPE[t],
     "b": lambda t: PTX_BITS[t],
     "u": lambda t: None if t is DataType.BOOL else f"u{t.bits}",
     "s": lambda t: None if t is DataType.BOOL else f"s{t.bits}",
     "rn": lambda t: ".rn" if t.is_float else "",
 }
-_NUMBERS: Final = {
+_NUMBERS: Final[Mapping[str, Callable[[DataType], str | None]]] = {
     "width": lambda t: None if t is DataType.BOOL else str(t.bits),
     "shift_mask": lambda t: None if t is DataType.BOOL else str(t.bits - 1),
 }
