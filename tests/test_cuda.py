@@ -19,7 +19,7 @@ from vyre_decl.backends.cuda import cuda_available
 from vyre_decl.conform.corpus import load_corpus, make_inputs
 from vyre_decl.conform.values import buffer_mismatches, from_bits
 from vyre_decl.conform.witnesses import random_bits, witnesses
-from vyre_decl.ir import VyreError, parse_program
+from vyre_decl.ir import DataType, VyreError, parse_program
 from vyre_decl.registry import default_registry
 
 from vyre_decl.conform.oneop import one_op_program
@@ -381,3 +381,27 @@ def test_wrap_refuses_what_it_cannot_view_safely(cuda):
         assert info.value.codes == ["D012"]
     owner = Foreign()
     assert cuda.wrap(owner).owner is owner
+
+
+def test_compositions_with_typed_constants_and_steps_are_bit_identical():
+    from vyre_decl.backends.cuda import CudaBackend
+    from vyre_decl.backends.reference import ReferenceBackend
+    from vyre_decl.registry import load
+
+    reg = load([ROOT / "tests" / "fixtures" / "compose_ops"], env=False)
+    assert reg.errors == ()
+    gpu, cpu = CudaBackend(registry=reg), ReferenceBackend(reg)
+    rng = np.random.default_rng(5)
+    for op in (o for o in reg if o.dialect == "t.gen"):
+        for b in op.bindings():
+            program = one_op_program(op, b)
+            args = [from_bits(t, witnesses(t) + random_bits(t, 4096 - len(witnesses(t)), rng)) for t in op.input_types(b)]
+            _compare(program, cpu.dispatch(program, args), gpu.dispatch(program, args))
+    program = parse_program("""program m workgroup(64, 1, 1) {
+      buffer a: read f32[] @0
+      buffer o: write f32[len(a)] @1
+      let i = gid.x
+      o[i] = t.gen.clamp01(t.gen.triple_add(a[i], 1.0f32))
+    }""")
+    a = from_bits(DataType.F32, random_bits(DataType.F32, 1 << 16, rng))
+    _compare(program, cpu.dispatch(program, [a]), gpu.dispatch(program, [a]))

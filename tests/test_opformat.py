@@ -156,47 +156,12 @@ def test_a_property_without_a_value_for_a_type_names_the_type():
 # ----------------------------------------------------------------------------- compose
 
 
-TRIPLE = '''
-[dialect]
-name = "t.gen"
-version = "1.0.0"
-
-[[op]]
-id = "t.gen.triple_add"
-summary = "a * 3 + b for every numeric type"
-signature = "(a: T, b: T) -> T"
-types = { T = "u32,i64,f32,f64" }
-compose = "a * 3 as T + b"
-kat.u32 = [[0xFFFFFFFF, 5, 2]]
-kat.float = [[1.5, 0.25, 4.75]]
-
-[[op]]
-id = "t.gen.clamp01"
-summary = "x clamped to [0, 1] through named steps"
-signature = "(x: T) -> T"
-types = { T = "float" }
-compose = """
-let lo = primitive.math.max(x, T.zero)
-let hi = primitive.math.min(lo, 1.0 as T)
-hi
-"""
-kat.f32 = [[-2.0, 0.0], [0.5, 0.5], [7.0, 1.0], ["nan", 0.0]]
-
-[[op]]
-id = "t.gen.cast_to"
-summary = "a typed constant of a free type variable"
-signature = "(x: S) -> T"
-types = { S = "u32", T = "u32,f64" }
-compose = "x as T + T.one"
-kat.u32.u32 = [[4, 5]]
-kat.u32.f64 = [[4, 5.0]]
-'''
+COMPOSE_OPS = Path(__file__).parent / "fixtures" / "compose_ops"
 
 
 @pytest.fixture
-def gen_registry(tmp_path):
-    (tmp_path / "t.gen.toml").write_text(TRIPLE)
-    reg = load([tmp_path], env=False, snapshot=False)
+def gen_registry():
+    reg = load([COMPOSE_OPS], env=False, snapshot=False)
     assert reg.errors == (), [str(d) for d in reg.errors]
     return reg
 
