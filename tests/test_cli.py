@@ -106,3 +106,12 @@ def test_laws_catalogue_and_suggestions(tmp_path, capsys):
     assert main(["laws", "--suggest", "primitive.math.*"]) == 0
     assert "ok: every law that holds" in capsys.readouterr().out
     assert main(["laws", "--suggest", "nothing.*"]) == 2
+
+
+def test_check_says_when_no_ptxas_is_found(monkeypatch, capsys):
+    import vyre_decl.ops.check as check
+
+    monkeypatch.setattr(check, "find_ptxas", lambda: None)
+    assert main(["check"]) == 0
+    captured = capsys.readouterr()
+    assert "note R032: ptxas was not found" in captured.err and "1 note(s)" in captured.out
