@@ -296,3 +296,14 @@ def test_suggest_finds_a_law_that_is_missing(registry, tmp_path):
     found = {s.law for s in suggest_laws(reg, [reg.get("e.plus")])}
     assert {"associative @u32", "identity(zero) @u32", "identity(neg_zero) @f32", "absorbing(nan) @f32"} <= found
     assert "commutative" not in found  # declared
+
+
+def test_compositions_that_explode_when_inlined_are_refused(tmp_path):
+    ops = ['[[op]]\nid = "e.f0"\nsummary = "s"\nsignature = "(a: u32) -> u32"\ncompose = "a + a"\n']
+    for i in range(1, 20):  # each calls the previous twice: 2^i nodes once inlined
+        ops.append(f'[[op]]\nid = "e.f{i}"\nsummary = "s"\nsignature = "(a: u32) -> u32"\n'
+                   f'compose = "e.f{i - 1}(a) + e.f{i - 1}(a)"\n')
+    (tmp_path / "e.toml").write_text('[dialect]\nname = "e"\nversion = "1.0.0"\n' + "\n".join(ops))
+    reg = load([tmp_path], env=False, snapshot=False)
+    bad = [d for d in reg.errors if d.code == "R033"]
+    assert bad and "[op e.f14]" in bad[0].location and "e.f0" not in reg  # 2^14 * 3 + ... > 50,000

@@ -115,10 +115,46 @@ def test_snapshot_false_neither_reads_nor_writes(cache):
 
 def test_the_key_covers_paths_bytes_and_early_diagnostics(tmp_path):
     a, b = tmp_path / "a.toml", tmp_path / "b.toml"
-    a.write_text("x")
-    b.write_text("x")
-    assert snapshot.snapshot_key([a], []) != snapshot.snapshot_key([b], [])  # same bytes, another path
-    k = snapshot.snapshot_key([a], [])
-    a.write_text("y")
-    assert snapshot.snapshot_key([a], []) != k
-    assert snapshot.snapshot_key([tmp_path / "missing.toml"], []) is None
+    assert snapshot.snapshot_key([(a, b"x")], []) != snapshot.snapshot_key([(b, b"x")], [])  # another path
+    assert snapshot.snapshot_key([(a, b"x")], []) != snapshot.snapshot_key([(a, b"y")], [])  # other bytes
+    assert snapshot.snapshot_key([(a, OSError("unreadable"))], []) is None
+
+
+def test_the_registry_and_its_key_come_from_one_read(cache, tmp_path, monkeypatch):
+    """A file edited while it loads cannot be stored under the key of its other version."""
+    from vyre_decl.registry import loader
+
+    src = (ROOT / "tests" / "fixtures" / "extra_ops" / "demo.fused.toml").read_bytes()
+    path = tmp_path / "demo.fused.toml"
+    path.write_bytes(src)
+    real = loader.read_bytes
+
+    def read_then_edit(p):
+        data = real(p)
+        if p == path:  # the file changes on disk right after the loader read it
+            path.write_bytes(src.replace(b"a * k + b with", b"EDITED"))
+        return data
+
+    monkeypatch.setattr(loader, "read_bytes", read_then_edit)
+    first = load([path], env=False)
+    assert first.get("demo.fused.axpy").summary.startswith("a * k + b with")
+    monkeypatch.setattr(loader, "read_bytes", real)
+    assert load([path], env=False).get("demo.fused.axpy").summary.startswith("EDITED")
+
+
+def test_a_dotted_global_cannot_walk_to_os_system(cache, tmp_path, monkeypatch, caplog):
+    """Protocol 4 resolves dotted names attribute by attribute: vyre_decl.registry.loader + os.system
+    would reach os.system through the module's `os` import. Only exact class names are allowed."""
+    import hashlib
+
+    load(env=False)
+    (snap,) = _snapshots(cache)
+    out = b"\x80\x04"
+    for part in (b"vyre_decl.registry.loader", b"os.system"):
+        out += b"\x8c" + bytes([len(part)]) + part
+    cmd = b"touch planted-by-snapshot"
+    out += b"\x93\x8c" + bytes([len(cmd)]) + cmd + b"\x85R."
+    snap.write_bytes(hashlib.sha256(out).digest() + out)
+    monkeypatch.chdir(tmp_path)
+    assert len(load(env=False)) == 44 and not (tmp_path / "planted-by-snapshot").exists()
+    assert "vyre_decl.registry.loader.os.system is not allowed" in caplog.text

@@ -376,7 +376,8 @@ class _Parser:
             return self.op_call(tok)
         if text in KEYWORDS:
             self.error(tok, "P002", f"unexpected keyword {text!r}", "keywords cannot be used as names")
-        if self.accept("["):
+        if self.peek(skip_nl=False).text == "[":  # not across a newline: `x` then a line starting with [
+            self.i += 1
             index = self.expr()
             self.expect("]")
             return Load(text, index)
@@ -447,8 +448,8 @@ def parse_compose(src: str, type_vars: Mapping[str, DataType], filename: str = "
         name = parser.ident("a step name")
         parser.expect("=")
         steps.append((name, parser.expr()))
-        tok, prev = parser.peek(skip_nl=False), parser.toks[parser.i - 1]
-        if tok.kind not in ("nl", "eof") and prev.kind != "nl":
+        tok = parser.peek(skip_nl=False)
+        if tok.kind not in ("nl", "eof"):
             parser.error(tok, "P002", f"expected the end of the step, found {parser._describe(tok)}",
                          "put each let on its own line or end it with ';'")
     if parser.peek().kind == "eof":

@@ -105,7 +105,12 @@ def encode(dtype: DataType, value: object) -> int:
         raise ScalarError(f"{value!r} is not a number. Fix: write a float literal for {dtype}")
     fmt, ifmt = _FLOAT_FMT[dtype]
     try:
-        return struct.unpack(ifmt, struct.pack(fmt, float(value)))[0]
+        bits = struct.unpack(ifmt, struct.pack(fmt, float(value)))[0]
+        if isinstance(value, int) and decode(dtype, bits) != value:  # an integer must be exact
+            near = decode(dtype, bits)
+            raise ScalarError(f"the integer {value if value.bit_length() <= 128 else '(huge)'} is not exactly a "
+                              f"{dtype} (nearest: {near!r}). Fix: write the float you mean, e.g. {near!r}")
+        return bits
     except (OverflowError, struct.error):
         raise ScalarError(
             f"{value!r} is out of range for {dtype}. Fix: use inf or a value within ±{dtype.max:g}"

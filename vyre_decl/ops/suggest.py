@@ -67,7 +67,8 @@ def _candidates(registry: Registry, op: OpDef, binding: Binding) -> Iterator[_Ca
                     yield _Candidate(kind.name, "nan" if nan else name, bits)
         elif kind.over:
             for other in registry:
-                if other.dialect != op.dialect or other.is_atomic or len(other.signature.inputs) != 2:
+                if other.dialect != op.dialect or other.is_atomic or len(other.signature.inputs) != 2 or \
+                        any(a.default is None for a in other.signature.attrs):
                     continue
                 try:
                     if other.signature.bind([result, result])[1] is not result:

@@ -14,12 +14,11 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from ..ir.diagnostics import VyreError
-from .loader import ENV_VAR, env_ops_dirs, load, standard_ops_dir
+from .loader import ENV_VAR, MAX_FILE_BYTES, env_ops_dirs, load, standard_ops_dir
 from .model import Compose, DialectInfo, Kat, LawDef, OpDef, Template
 from .registry import Registry
 
 if TYPE_CHECKING:
-    from .files import MAX_FILE_BYTES
     from .laws import CATALOGUE, LawKind
 
 __all__ = [
@@ -40,7 +39,7 @@ __all__ = [
     "standard_ops_dir",
 ]
 
-_LAZY = {"CATALOGUE": "laws", "LawKind": "laws", "MAX_FILE_BYTES": "files"}
+_LAZY = {"CATALOGUE": "laws", "LawKind": "laws"}
 
 
 def __getattr__(name: str) -> Any:  # the checking machinery loads only when a snapshot cannot be used

@@ -17,13 +17,15 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..ir.diagnostics import Diagnostic
+from .loader import MAX_FILE_BYTES, read_bytes
 from .model import DialectInfo, OpDef
 from .opbuild import ID_RE, build_op, location
 from .schema import check_shape
 
-__all__ = ["FileResult", "read_op_file", "semver_key", "MAX_FILE_BYTES"]
+__all__ = ["FileResult", "read_op_file", "semver_key"]
 
-MAX_FILE_BYTES: Final = 1 << 20
+MAX_OPS_PER_FILE: Final = 1000
+MAX_BINDINGS_PER_FILE: Final = 8192  # bounds the time one file can cost the loader
 _SEMVER_RE: Final = re.compile(
     r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*)"
     r"(?:\.(?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*))*))?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?\Z")
@@ -66,11 +68,12 @@ class FileResult:
         self.diags.append(Diagnostic(code, message, location(self.path, op, fld), fix))
 
 
-def read_op_file(path: Path) -> FileResult:
-    """Read, parse and check one op file on its own (cross-file checks come later)."""
+def read_op_file(path: Path, data: bytes | OSError | None = None) -> FileResult:
+    """Parse and check one op file on its own (cross-file checks come later); ``data`` is its
+    bytes as already read (so a snapshot key and the registry come from the same bytes)."""
     res = FileResult(path)
     try:
-        _read(res)
+        _read(res, read_bytes(path) if data is None else data)
     except Exception as exc:  # noqa: BLE001 - the documented promise: no input file raises
         res.ops.clear()
         res.error("R029", f"the loader failed on this file ({type(exc).__name__}: {exc})", None,
@@ -78,13 +81,10 @@ def read_op_file(path: Path) -> FileResult:
     return res
 
 
-def _read(res: FileResult) -> None:
+def _read(res: FileResult, data: bytes | OSError) -> None:
     path = res.path
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        res.error("R016", f"cannot read the file: {exc.strerror or exc}", None, "check the path and permissions")
+    if isinstance(data, OSError):
+        res.error("R016", f"cannot read the file: {data.strerror or data}", None, "check the path and permissions")
         return
     if len(data) > MAX_FILE_BYTES:
         res.error("R015", "the file is larger than 1 MiB", None, "split the dialect into several files")
@@ -125,8 +125,19 @@ def _read(res: FileResult) -> None:
     for cname in classes:
         if not re.fullmatch(r"[a-z_][a-z0-9_]*", cname):
             res.error("R028", f"bad class name {cname!r}", f"class.{cname}", "use a lowercase identifier")
+    ops = raw.get("op", [])
+    if len(ops) > MAX_OPS_PER_FILE:
+        res.error("R015", f"the file declares {len(ops)} ops; a file may declare at most {MAX_OPS_PER_FILE}", None,
+                  "split the dialect into several files")
+        return
+    used = {op.get("class") for op in ops}
+    for cname in classes:
+        if cname not in used:
+            res.error("R028", f"class {cname!r} is used by no op, so nothing checks it", f"class.{cname}",
+                      "remove it or give an op class = \"" + cname + "\"")
     seen: set[str] = set()
-    for op in raw.get("op", []):
+    bindings = 0
+    for op in ops:
         op_id = op["id"]
         if op_id in seen:
             res.error("R004", f"op {op_id!r} is declared twice in this file", "id", "remove or rename one of them", op_id)
@@ -143,5 +154,10 @@ def _read(res: FileResult) -> None:
         built = build_op(fields, op_id, name, path, res.diags)
         if built is not None:
             res.ops[op_id] = built
+            bindings += len(built.bindings())
+            if bindings > MAX_BINDINGS_PER_FILE:
+                res.error("R015", f"the file's ops have more than {MAX_BINDINGS_PER_FILE} type combinations", "types",
+                          "split the dialect into several files", op_id)
+                break
     if not res.ok:
         res.ops.clear()

@@ -11,7 +11,7 @@ checks repeat until nothing changes.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Final, Mapping, Sequence
 
 from ..ir.diagnostics import Diagnostic
 from ..ir.nodes import Expr, Op
@@ -23,7 +23,9 @@ from .model import DialectInfo, OpDef
 from .opbuild import location
 from .registry import Registry
 
-__all__ = ["link"]
+__all__ = ["link", "MAX_INLINE_NODES"]
+
+MAX_INLINE_NODES: Final = 50_000
 
 
 def link(results: Sequence[FileResult], diags: list[Diagnostic]) -> Registry:
@@ -124,7 +126,8 @@ def _cross_checks(ops: Mapping[str, OpDef]) -> dict[str, list[Diagnostic]]:
         for law in op.laws:
             if law.over is not None:
                 _check_over(op, law.over, ops, fail)
-    _check_cycles(ops, fail)
+    if not _check_cycles(ops, fail):
+        _check_inline_size(ops, fail)
     return problems
 
 
@@ -133,6 +136,10 @@ def _check_over(op: OpDef, over: str, ops: Mapping[str, OpDef], fail: Any) -> No
     if other is None or len(other.signature.inputs) != 2 or other.is_atomic:
         fail(op, "R014", "laws", f"distributive over {over!r}: no such binary (non-atomic) op",
              "name a registered binary op")
+        return
+    if any(a.default is None for a in other.signature.attrs):
+        fail(op, "R014", "laws", f"distributive over {over}: it has an attribute without a default, so the law "
+             "has no single meaning", "name an op whose attributes all have defaults")
         return
     for binding in op.bindings():
         law_applies = any(law.over == over and law.applies(op.binding_map(binding)) for law in op.laws)
@@ -149,9 +156,10 @@ def _check_over(op: OpDef, over: str, ops: Mapping[str, OpDef], fail: Any) -> No
             return
 
 
-def _check_cycles(ops: Mapping[str, OpDef], fail: Any) -> None:
+def _check_cycles(ops: Mapping[str, OpDef], fail: Any) -> bool:
     """Report compose definitions that call themselves through other ops (iterative DFS, so a
-    long chain of ops cannot exhaust the Python stack)."""
+    long chain of ops cannot exhaust the Python stack); True if there was one."""
+    found = False
     calls = {op.id: sorted(set().union(*(_called(c) for c in op.compose.values()))) for op in ops.values() if op.compose}
     state: dict[str, int] = {}  # 1 = on the current path, 2 = done
     for root in calls:
@@ -167,6 +175,7 @@ def _check_cycles(ops: Mapping[str, OpDef], fail: Any) -> None:
                 continue
             nxt = todo[-1].pop(0)
             if state.get(nxt) == 1:
+                found = True
                 cycle = path[path.index(nxt):] + [nxt]
                 fail(ops[path[-1]], "R023", "compose", f"compose calls itself through {' -> '.join(cycle)}",
                      "define one of the ops without calling the others")
@@ -174,6 +183,39 @@ def _check_cycles(ops: Mapping[str, OpDef], fail: Any) -> None:
                 state[nxt] = 1
                 path.append(nxt)
                 todo.append(list(calls[nxt]))
+    return found
+
+
+def _check_inline_size(ops: Mapping[str, OpDef], fail: Any) -> None:
+    """Refuse compositions that grow past MAX_INLINE_NODES when the emitter inlines the composites
+    they call (each call is inlined anew, so a chain of ops calling the previous one twice doubles
+    per link). Callees come first; an op with a template for every binding counts as one node."""
+    size: dict[str, int] = {}
+    pending = [op for op in ops.values() if op.compose]
+    for op in ops.values():
+        if not op.compose or len(op.templates) == len(op.bindings()):
+            size[op.id] = 1
+    pending = [op for op in pending if op.id not in size]
+    while pending:
+        progress = []
+        for op in pending:
+            callees = set().union(*(_called(c) for c in op.compose.values()))
+            if all(c in size or c not in ops for c in callees):
+                total = max(_nodes(c, size) for c in op.compose.values())
+                size[op.id] = total
+                progress.append(op)
+                if total > MAX_INLINE_NODES:
+                    fail(op, "R033", "compose", f"compose grows to {total} expression nodes when the composites it "
+                         f"calls are inlined (at most {MAX_INLINE_NODES})",
+                         "give a called composite a PTX template, or name repeated values with let steps")
+        if not progress:
+            return  # unreachable without a cycle, which is reported before this check runs
+        pending = [op for op in pending if op not in progress]
+
+
+def _nodes(comp: Any, size: Mapping[str, int]) -> int:
+    exprs: list[Expr] = [v for _, v in comp.steps] + [comp.result]
+    return sum(size.get(x.op, 1) if isinstance(x, Op) else 1 for e in exprs for x in subexprs(e))
 
 
 def _called(comp: Any) -> set[str]:

@@ -12,14 +12,14 @@ R007 bad template placeholder / result unwritten R008 missing or misplaced PTX t
 R009 compose does not parse                      R010 compose does not type-check
 R011 bad known-answer test                       R012 bad reference function
 R013 a binding has no reference                  R014 bad law or waiver
-R015 file larger than 1 MiB                      R016 unreadable file or op directory
+R015 file too large (1 MiB, 1000 ops, 8192 bindings) R016 unreadable file or op directory
 R017 bad semantic version                        R018 note: dialect shadowed by a higher version
 R019 bad ULP budget                              R020 file rejected because of another problem
 R021 bad attribute                               R022 bad atomic op shape
 R023 compose cycle                               R024 template is not a list of instructions
 R025 template writes or reads a wrong register   R026 template instruction not allowed
 R027 template operand is not a placeholder       R028 unknown or bad class
-R029 the loader failed on the file (a bug)
+R029 the loader failed on the file (a bug)    R033 compose too large once inlined
 """
 
 from __future__ import annotations
@@ -32,9 +32,19 @@ from ..ir.diagnostics import Diagnostic
 from .registry import Registry
 from .snapshot import read_snapshot, snapshot_key, write_snapshot
 
-__all__ = ["load", "standard_ops_dir", "env_ops_dirs", "ENV_VAR"]
+__all__ = ["load", "standard_ops_dir", "env_ops_dirs", "read_bytes", "ENV_VAR", "MAX_FILE_BYTES"]
 
 ENV_VAR: Final = "VYRE_DECL_OPS_PATH"
+MAX_FILE_BYTES: Final = 1 << 20
+
+
+def read_bytes(path: Path) -> bytes | OSError:
+    """An op file's bytes (at most one byte more than the size limit), or the error reading it."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        return exc
 
 
 def standard_ops_dir() -> Path:
@@ -102,8 +112,8 @@ def load(
     if env:
         sources += env_ops_dirs(diags)
     sources += [Path(p) for p in paths]
-    files = _files(sources, diags)
-    key = snapshot_key(files, diags) if snapshot else None
+    blobs = [(f, read_bytes(f)) for f in _files(sources, diags)]  # read once: the key and the registry agree
+    key = snapshot_key(blobs, diags) if snapshot else None
     if key is not None:
         cached = read_snapshot(key)
         if cached is not None:
@@ -111,7 +121,7 @@ def load(
     from .files import read_op_file  # the checking machinery: only when no snapshot serves
     from .link import link
 
-    results = [read_op_file(f) for f in files]
+    results = [read_op_file(f, data) for f, data in blobs]
     for r in results:
         diags.extend(r.diags)
     registry = link(results, diags)

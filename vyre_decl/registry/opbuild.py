@@ -30,8 +30,9 @@ from .sigtext import SignatureSyntaxError, parse_signature
 from .templates import ATOMIC_PLACEHOLDERS, ParsedTemplate, TemplateError, instantiate, parse_template
 from .typesets import TypeSetError, parse_type_set, resolve_keyed
 
-__all__ = ["build_op", "ID_RE", "location"]
+__all__ = ["build_op", "ID_RE", "location", "MAX_BINDINGS"]
 
+MAX_BINDINGS: Final = 1024  # type combinations of one op (the standard cast has 49)
 ID_RE: Final = re.compile(r"[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)*\Z")
 _VALUE_TYPE_NAMES: Final = {t.value: t for t in VALUE_TYPES}
 _ATOMIC_TYPES: Final = (DataType.U32, DataType.I32, DataType.U64, DataType.I64)
@@ -84,6 +85,13 @@ class _OpBuilder:
         if self.failed:
             return None
         self.types()
+        count = 1
+        for allowed in self.type_vars.values():
+            count *= len(allowed)
+        if count > MAX_BINDINGS:
+            self.err("R006", "types", f"the type variables have {count} combinations; an op may have at most "
+                     f"{MAX_BINDINGS}", "narrow the type sets or split the op")
+            return None
         sig = self.signature()
         if sig is None or self.failed:
             return None
@@ -190,10 +198,13 @@ class _OpBuilder:
 
     def temps(self) -> dict[str, str] | None:
         temps = {}
+        reserved = set(ATOMIC_PLACEHOLDERS) if self.sig.is_atomic else set()
         for name, t in (self.f.get("temps") or {}).items():
-            if not is_identifier(name) or name in self.names or name in self.type_vars:
-                self.err("R007", f"temps.{name}", f"bad or duplicate temporary name {name!r}",
-                         "give temporaries identifier names distinct from the signature's")
+            if not is_identifier(name) or name in self.names or name in self.type_vars or name in reserved:
+                self.err("R022" if name in reserved else "R007", f"temps.{name}",
+                         f"bad, duplicate or reserved temporary name {name!r}",
+                         "give temporaries identifier names distinct from the signature's (and, in atomic ops, "
+                         "from addr, space and old)")
             elif self.type_name(t, f"temps.{name}", code="R007"):
                 temps[name] = t
         return temps
@@ -315,6 +326,9 @@ class _OpBuilder:
                     return None
                 var, types = next(iter(self.type_vars)), part
             var = var.strip()
+            if var in result:
+                self.err("R014", fld, f"@{text}: {var} is restricted twice", f"give {var} one type set")
+                return None
             if var not in self.type_vars:
                 self.err("R014", fld, f"@{text}: {var!r} is not a type variable of the op",
                          f"use one of {', '.join(self.type_vars) or '(none: remove the @restriction)'}")

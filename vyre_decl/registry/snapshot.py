@@ -5,7 +5,7 @@ mtime of their modules), every op file's path and bytes, and the diagnostics fou
 file was read. A snapshot is written atomically (``diskcache``); one that is stale never matches
 its key, one that is corrupt fails its checksum or its unpickling and is rebuilt, and a cache
 location that cannot be written is tolerated. Unpickling resolves only vyre_decl classes and a
-few harmless builtins, so a planted cache file cannot run code.
+few harmless builtins by their exact names, so a planted cache file cannot run code.
 """
 
 from __future__ import annotations
@@ -26,9 +26,6 @@ __all__ = ["snapshot_key", "read_snapshot", "write_snapshot", "SNAPSHOT_FORMAT"]
 SNAPSHOT_FORMAT: Final = "vyre_decl.registry-snapshot/2"  # bump when the op format or OpDef changes
 _log = logging.getLogger("vyre_decl.registry")
 _PACKAGE: Final = Path(__file__).resolve().parent.parent
-_SAFE_GLOBALS: Final = {
-    ("builtins", n) for n in ("frozenset", "set", "tuple", "list", "dict", "bytes", "int", "str", "float", "bool")
-} | {("pathlib", "PosixPath"), ("pathlib", "WindowsPath"), ("pathlib", "Path"), ("copyreg", "_reconstructor")}
 
 
 def _code_fingerprint() -> bytes:
@@ -40,27 +37,43 @@ def _code_fingerprint() -> bytes:
     return h.digest()
 
 
-def snapshot_key(files: Sequence[Path], diags: Sequence[Diagnostic]) -> str | None:
-    """The snapshot key of a registry read from ``files`` (None if a file cannot be read: then
-    the loader reports it and nothing is cached)."""
+def snapshot_key(sources: Sequence[tuple[Path, bytes | OSError]], diags: Sequence[Diagnostic]) -> str | None:
+    """The snapshot key of a registry read from ``sources`` (each op file with the bytes the loader
+    read from it); None if a file could not be read: then the loader reports it and caches nothing."""
     from .. import __version__
 
     h = hashlib.sha256(f"{SNAPSHOT_FORMAT}|{__version__}|".encode())
     try:
         h.update(_code_fingerprint())
-        for f in files:
-            h.update(f"{f}\0".encode())
-            h.update(hashlib.sha256(f.read_bytes()).digest())
     except OSError:
         return None
+    for path, data in sources:
+        if isinstance(data, OSError):
+            return None
+        h.update(f"{path}\0".encode())
+        h.update(hashlib.sha256(data).digest())
     for d in diags:
         h.update(f"{d}\0".encode())
     return h.hexdigest()
 
 
+# The only globals a snapshot may name: the classes a registry is made of (exact names; a dotted
+# name would let pickle walk attributes to anything), and harmless builtins.
+_ALLOWED: Final = frozenset({
+    ("vyre_decl.registry.registry", "Registry"),
+    *(("vyre_decl.registry.model", n) for n in ("OpDef", "LawDef", "Template", "Kat", "Compose", "DialectInfo")),
+    *(("vyre_decl.ir.signature", n) for n in ("OpSignature", "Param", "AttrSig")),
+    *(("vyre_decl.ir.nodes", n) for n in ("Lit", "Var", "Load", "BufLen", "Id", "Op", "Select", "Atomic", "IdKind")),
+    ("vyre_decl.ir.types", "DataType"),
+    ("vyre_decl.ir.diagnostics", "Diagnostic"),
+    ("pathlib", "PosixPath"), ("pathlib", "WindowsPath"),
+    *(("builtins", n) for n in ("frozenset", "set", "tuple", "list", "dict", "bytes", "int", "str", "float", "bool")),
+})
+
+
 class _Unpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
-        if module.startswith("vyre_decl.") or (module, name) in _SAFE_GLOBALS:
+        if (module, name) in _ALLOWED:
             return super().find_class(module, name)
         raise pickle.UnpicklingError(f"{module}.{name} is not allowed in a registry snapshot")
 

@@ -88,9 +88,10 @@ _REFUSED: Final = {
                     "synchronises or talks to other threads"),
 }
 
+_STATE_SPACES: Final = (".global", ".shared", ".local", ".param", ".const", ".tex", ".cluster")
 _NAME: Final = r"[A-Za-z_][A-Za-z0-9_]*"
 _PLACEHOLDER_RE: Final = re.compile(r"\{(" + _NAME + r")(?:\.(" + _NAME + r"))?\}")
-_IMMEDIATE_RE: Final = re.compile(r"-?(?:0[xX][0-9a-fA-F]+U?|0[fF][0-9a-fA-F]{8}|0[dD][0-9a-fA-F]{16}|\d+U?)\Z")
+_IMMEDIATE_RE: Final = re.compile(r"-?(?:0[xX][0-9a-fA-F]+U?|0[fF][0-9a-fA-F]{8}|0[dD][0-9a-fA-F]{16}|[0-9]+U?)\Z")
 _OPCODE_TEXT_RE: Final = re.compile(r"[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)*\Z")
 
 
@@ -140,6 +141,8 @@ def immediate(dtype: DataType, bits: int) -> str:
 
 
 def _statements(text: str) -> list[str]:
+    if not text.isascii():
+        raise TemplateError("R024", "the template has characters that are not ASCII", "write the PTX in ASCII")
     for bad, what in (("//", "a comment"), ("/*", "a comment"), ("{{", "a brace"), ("}}", "a brace")):
         if bad in text:
             raise TemplateError("R024", f"the template contains {what} ({bad!r})",
@@ -236,6 +239,12 @@ def parse_template(
     if result not in written:
         raise TemplateError("R007", f"the template never writes its result {{{result}}} (unconditionally)",
                             f"make some unguarded instruction write {{{result}}}")
+    if atomic:
+        atoms = [i for i in instrs if i.opcode[0] == "atom"]
+        if len(atoms) != 1 or atoms[0].guard is not None or atoms[0].operands[0][1] != Ref(result):
+            raise TemplateError("R026", f"an atomic op's template has exactly one unguarded atom instruction, which "
+                                f"writes {{{result}}} (this one has {len(atoms)})",
+                                "write atom{space}.op.type {old}, [{addr}], {value}; once")
     return ParsedTemplate(text, tuple(instrs))
 
 
@@ -256,22 +265,33 @@ def _opcode(head: str, type_vars: frozenset[str], names: frozenset[str], where: 
     if base is None:
         raise TemplateError("R024", f"{where} does not start with an opcode", "write opcode.modifiers operands;")
     name = base.group()
-    if name == "atom" and atomic:
-        pass
-    elif name not in ALLOWED_OPCODES:
-        why = _REFUSED.get(name, "is not an arithmetic, logic, comparison, move or conversion instruction")
-        raise TemplateError("R026", f"{where}: {name!r} {why}", "compute the result with allowed instructions")
-    for p in pieces:
+    _check_opcode_name(name, where, atomic)
+    rest = [pieces[0][base.end():]] + list(pieces[1:])
+    for i, p in enumerate(rest):
         if isinstance(p, Ref):
-            if p.name == "space" and atomic and p.prop is None and name == "atom":
+            if p.name == "space" and atomic and p.prop is None and name == "atom" and i == 1 and rest[0] == "":
                 continue
             if p.name not in type_vars or (p.prop or "") not in _MODIFIERS:
                 raise TemplateError("R007", f"{where}: only type placeholders ({{T}}, {{T.b}}, {{T.rn}} ...) and, "
-                                    "in atom instructions, {space} may appear in an opcode",
-                                    "put operands after the opcode")
-        elif not re.fullmatch(r"[a-z0-9_.]*", p):
-            raise TemplateError("R024", f"{where}: unexpected text {p!r} in the opcode", "write opcode.modifiers")
+                                    "right after atom, {space} may appear in an opcode", "put operands after the opcode")
+        elif p and not re.fullmatch(r"(\.[a-z0-9_]+)+\.?|\.", p) or (p and p.endswith(".") and i == len(rest) - 1):
+            raise TemplateError("R024", f"{where}: unexpected text {p!r} in the opcode: modifiers are .name parts",
+                                "write opcode{T.rn}.modifier.{T}")
+        elif any(space in p for space in _STATE_SPACES):
+            raise TemplateError("R026", f"{where}: the opcode names a state space ({p!r}); an atomic op takes it from "
+                                "{space}, which the emitter fills", "write atom{space}.op.type")
+    if name == "atom" and Ref("space") not in pieces:
+        raise TemplateError("R026", f"{where}: an atom instruction takes its state space from {{space}}",
+                            "write atom{space}.op.type {old}, [{addr}], ...")
     return tuple(pieces)
+
+
+def _check_opcode_name(name: str, where: str, atomic: bool) -> None:
+    if name == "atom" and atomic:
+        return
+    if name not in ALLOWED_OPCODES:
+        why = _REFUSED.get(name, "is not an arithmetic, logic, comparison, move or conversion instruction")
+        raise TemplateError("R026", f"{where}: {name!r} {why}", "compute the result with allowed instructions")
 
 
 def _operands(text: str, type_vars: frozenset[str], names: frozenset[str], where: str, atomic: bool,
@@ -338,6 +358,9 @@ def instantiate(parsed: ParsedTemplate, binding: Mapping[str, DataType],
         if not _OPCODE_TEXT_RE.match(opcode.replace("{space}", "")):
             raise TemplateError("R024", f"the opcode {opcode!r} is malformed for {_show(binding)}",
                                 "check the type placeholders in the opcode")
+        base = opcode.split(".", 1)[0].split("{", 1)[0]
+        if base != "atom":  # the parser allowed atom only in atomic ops; check the rest once more as filled
+            _check_opcode_name(base, f"the opcode {opcode!r} for {_show(binding)}", False)
         head, sep, tail = opcode.partition("{space}")
         literal(head)
         if sep:
