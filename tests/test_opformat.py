@@ -307,3 +307,29 @@ def test_compositions_that_explode_when_inlined_are_refused(tmp_path):
     reg = load([tmp_path], env=False, snapshot=False)
     bad = [d for d in reg.errors if d.code == "R033"]
     assert bad and "[op e.f14]" in bad[0].location and "e.f0" not in reg  # 2^14 * 3 + ... > 50,000
+
+
+def test_the_fast_shape_check_agrees_with_the_pydantic_models():
+    """The loader checks shapes without pydantic; the pydantic models built from the same key tables
+    (the JSON Schema's source) must accept and refuse the same files."""
+    from pydantic import ValidationError
+
+    from vyre_decl.registry.schema import check_shape, pydantic_models
+
+    model = pydantic_models()["OpFile"]
+    fixtures = Path(__file__).parent / "fixtures"
+    files = list(standard_ops_dir().glob("*.toml")) + sorted(fixtures.rglob("*.toml"))
+    checked = 0
+    for f in files:
+        try:
+            raw = tomllib.loads(f.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, tomllib.TOMLDecodeError, ValueError, RecursionError):
+            continue
+        try:
+            model.model_validate(raw)
+            pydantic_ok = True
+        except ValidationError:
+            pydantic_ok = False
+        assert (check_shape(raw) == []) == pydantic_ok, f
+        checked += 1
+    assert checked >= 80
