@@ -261,12 +261,13 @@ def _opcode(head: str, type_vars: frozenset[str], names: frozenset[str], where: 
         raise TemplateError("R024", f"{where} is {what}, not an instruction",
                             "write only instructions (no directives, labels or declarations)")
     pieces = _placeholders(head, type_vars, names, where)
-    base = re.match(r"[a-z][a-z0-9]*", pieces[0]) if isinstance(pieces[0], str) else None
-    if base is None:
+    first = pieces[0]
+    base = re.match(r"[a-z][a-z0-9]*", first) if isinstance(first, str) else None
+    if base is None or not isinstance(first, str):
         raise TemplateError("R024", f"{where} does not start with an opcode", "write opcode.modifiers operands;")
     name = base.group()
     _check_opcode_name(name, where, atomic)
-    rest = [pieces[0][base.end():]] + list(pieces[1:])
+    rest: list[str | Ref] = [first[base.end():], *pieces[1:]]
     for i, p in enumerate(rest):
         if isinstance(p, Ref):
             if p.name == "space" and atomic and p.prop is None and name == "atom" and i == 1 and rest[0] == "":
