@@ -1,9 +1,8 @@
-"""Parsing the text form: programs, single expressions, and op ``compose`` definitions.
+"""Parsing the text form: programs and single expressions.
 
-``parse_compose`` reads an op's definition for one binding of its type variables: ``let`` steps
-then the result expression, where a type variable stands for its bound type (``x as T``,
-``op<T=T>(...)``), ``3 as T`` is a constant of that type and ``T.max`` a symbolic one (the
-elements of ``scalars.ELEMENTS``).
+With ``type_vars`` the parser reads the expressions of an op's ``compose`` definition for one
+binding (``compose.py``): a type variable stands for its bound type (``x as T``, ``op<T=T>(...)``),
+``3 as T`` is a constant of that type and ``T.max`` a symbolic one (``scalars.ELEMENTS``).
 """
 
 from __future__ import annotations
@@ -43,10 +42,7 @@ from .nodes import (
 from .scalars import ELEMENTS, ScalarError, element_bits, parse_value
 from .types import DataType
 
-__all__ = ["parse_program", "parse_expr", "parse_compose", "ComposeSteps", "MAX_NESTING"]
-
-ComposeSteps = tuple[tuple[tuple[str, Expr], ...], Expr]
-"""A parsed compose definition: the named steps (name, value) in order, then the result."""
+__all__ = ["Parser", "parse_program", "parse_expr", "MAX_NESTING"]
 
 _ID_KINDS: Final = {k.value: k for k in IdKind}
 _TYPES: Final = {t.value: t for t in DataType}
@@ -56,7 +52,7 @@ _ACCESS: Final = {a.value: a for a in Access}
 MAX_NESTING: Final = 200  # expression and block nesting the parser accepts
 
 
-class _Parser:
+class Parser:
     def __init__(self, src: str, filename: str, type_vars: Mapping[str, DataType] | None = None) -> None:
         self.src, self.filename = src, filename
         self.toks = tokenize(src, filename)
@@ -425,39 +421,14 @@ class _Parser:
 
 def parse_program(src: str, filename: str = "<text>") -> Program:
     """Parse the text form of one program. Raises ParseError (line:column, Fix) on bad input."""
-    return _Parser(src, filename).program()
+    return Parser(src, filename).program()
 
 
 def parse_expr(src: str, filename: str = "<expr>") -> Expr:
     """Parse a single expression (used for op ``compose`` definitions)."""
-    parser = _Parser(src, filename)
+    parser = Parser(src, filename)
     expr = parser.expr()
     tok = parser.peek()
     if tok.kind != "eof":
         parser.error(tok, "P002", f"unexpected {parser._describe(tok)} after the expression", "remove it")
     return expr
-
-
-def parse_compose(src: str, type_vars: Mapping[str, DataType], filename: str = "<compose>") -> ComposeSteps:
-    """Parse an op's compose definition for one binding of its type variables: ``let`` steps
-    (separated by newlines or ``;``) followed by the result expression."""
-    parser = _Parser(src, filename, type_vars)
-    steps: list[tuple[str, Expr]] = []
-    while parser.at("let"):
-        parser.next()
-        name = parser.ident("a step name")
-        parser.expect("=")
-        steps.append((name, parser.expr()))
-        tok = parser.peek(skip_nl=False)
-        if tok.kind not in ("nl", "eof"):
-            parser.error(tok, "P002", f"expected the end of the step, found {parser._describe(tok)}",
-                         "put each let on its own line or end it with ';'")
-    if parser.peek().kind == "eof":
-        parser.error(parser.peek(), "P002", "compose ends without its result expression",
-                     "write the result after the let steps")
-    result = parser.expr()
-    tok = parser.peek()
-    if tok.kind != "eof":
-        parser.error(tok, "P002", f"unexpected {parser._describe(tok)} after the result expression",
-                     "the result expression comes last; name earlier values with let")
-    return tuple(steps), result

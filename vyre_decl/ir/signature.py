@@ -6,6 +6,7 @@ only need this view (``OpTable``), so the IR does not depend on the registry.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Mapping, Protocol, Sequence
 
@@ -46,6 +47,13 @@ class OpSignature:
     output: Param
     type_vars: tuple[tuple[str, tuple[DataType, ...]], ...] = ()
     attrs: tuple[AttrSig, ...] = ()
+    combos: tuple[Binding, ...] | None = None  # the allowed bindings when not every combination is
+
+    def bindings(self) -> tuple[Binding, ...]:
+        """Every allowed binding of the type variables, in declaration order."""
+        if self.combos is not None:
+            return self.combos
+        return tuple(itertools.product(*(allowed for _, allowed in self.type_vars)))
 
     @property
     def is_atomic(self) -> bool:
@@ -130,6 +138,14 @@ class OpSignature:
                     f"cast the argument to one of {names}",
                 )
         binding = tuple(bound[name] for name, _ in self.type_vars)
+        if self.combos is not None and binding not in self.combos:
+            shown = ", ".join(f"{v}={t}" for (v, _), t in zip(self.type_vars, binding))
+            raise SignatureError(
+                "V007",
+                f"{self.op_id} does not accept the combination {shown}",
+                f"use one of its combinations: {'; '.join(','.join(t.value for t in c) for c in self.combos[:8])}"
+                + (" ..." if len(self.combos) > 8 else ""),
+            )
         return binding, self.resolve(self.output.type, bound)
 
 

@@ -24,7 +24,8 @@ This module is the front door; the work is done in ``lexer``, ``printer`` and ``
 from __future__ import annotations
 
 from .lexer import KEYWORDS, ParseError
-from .parser import parse_compose, parse_expr, parse_program
+from .compose import parse_compose
+from .parser import parse_expr, parse_program
 from .printer import print_expr, print_program
 
 __all__ = ["print_program", "print_expr", "parse_program", "parse_expr", "parse_compose", "ParseError", "KEYWORDS"]

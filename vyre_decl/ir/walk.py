@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from dataclasses import replace
+from typing import Iterator, Mapping, Sequence
 
-from .nodes import Assign, Atomic, Block, Expr, If, Let, Load, Loop, Node, Op, Region, Select, Store
+from .nodes import Assign, Atomic, Block, Expr, If, Let, Load, Loop, Node, Op, Region, Select, Store, Var
 
-__all__ = ["children", "subexprs", "statements", "body_exprs"]
+__all__ = ["children", "subexprs", "statements", "body_exprs", "substitute"]
 
 
 def children(e: Expr) -> tuple[Expr, ...]:
@@ -20,6 +21,21 @@ def children(e: Expr) -> tuple[Expr, ...]:
     if isinstance(e, Atomic):
         return (e.index, *e.args)
     return ()
+
+
+def substitute(e: Expr, names: Mapping[str, Expr]) -> Expr:
+    """``e`` with every ``Var`` named in ``names`` replaced by its expression."""
+    if isinstance(e, Var):
+        return names.get(e.name, e)
+    if isinstance(e, Op):
+        return replace(e, args=tuple(substitute(a, names) for a in e.args))
+    if isinstance(e, Select):
+        return Select(substitute(e.cond, names), substitute(e.if_true, names), substitute(e.if_false, names))
+    if isinstance(e, Load):
+        return Load(e.buffer, substitute(e.index, names))
+    if isinstance(e, Atomic):
+        return replace(e, index=substitute(e.index, names), args=tuple(substitute(a, names) for a in e.args))
+    return e
 
 
 def subexprs(e: Expr) -> Iterator[Expr]:

@@ -8,7 +8,6 @@ as bit patterns. Nothing here imports numpy or pydantic, so a registry snapshot 
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
@@ -125,7 +124,7 @@ class OpDef:
         """Every allowed assignment of types to the op's type variables (one empty binding for
         an op without type variables)."""
         if not self._bindings:
-            self._bindings.extend(itertools.product(*(allowed for _, allowed in self.signature.type_vars)))
+            self._bindings.extend(self.signature.bindings())
         return tuple(self._bindings)
 
     def binding_map(self, binding: Binding) -> dict[str, DataType]:

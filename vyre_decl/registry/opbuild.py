@@ -10,13 +10,14 @@ waivers, ULP budgets and known-answer tests. Problems become diagnostics, never 
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from pathlib import Path
 from typing import Any, Final, Mapping
 
 from ..ir.diagnostics import Diagnostic
 from ..ir.nodes import Atomic, BufLen, Expr, Id, Load
-from ..ir.parser import parse_compose
+from ..ir.compose import parse_compose
 from ..ir.lexer import ParseError
 from ..ir.scalars import ScalarError, encode, parse_value
 from ..ir.signature import AttrSig, Binding, OpSignature, Param
@@ -92,11 +93,12 @@ class _OpBuilder:
             self.err("R006", "types", f"the type variables have {count} combinations; an op may have at most "
                      f"{MAX_BINDINGS}", "narrow the type sets or split the op")
             return None
-        sig = self.signature()
+        combos = self.combinations()
+        sig = self.signature(combos)
         if sig is None or self.failed:
             return None
         self.sig = sig
-        self.bindings = list(itertools.product(*self.type_vars.values()))
+        self.bindings = list(sig.bindings())
         temps = self.temps()
         references = self.references()
         compose = self.compose()
@@ -108,7 +110,7 @@ class _OpBuilder:
         if self.failed:
             return None
         return OpDef(self.id, self.dialect, f["summary"], sig, laws, waivers, references, compose,
-                     f.get("compose"), templates, tolerance, kats, self.path, f.get("doc") or "")
+                     _text(f.get("compose")), templates, tolerance, kats, self.path, f.get("doc") or "")
 
     # ------------------------------------------------------------------ types and signature
     def types(self) -> None:
@@ -128,7 +130,24 @@ class _OpBuilder:
         self.err(code, fld, f"unknown type {name!r}", f"use one of {', '.join(_VALUE_TYPE_NAMES)}{vars_}")
         return False
 
-    def signature(self) -> OpSignature | None:
+    def combinations(self) -> tuple[Binding, ...] | None:
+        """The ``bindings`` key: the combinations it allows, in declaration order (None: all)."""
+        specs = self.f.get("bindings")
+        if specs is None:
+            return None
+        allowed = []
+        for i, text in enumerate(specs):
+            when = self.when(text, f"bindings[{i}]", code="R006")
+            if when is not None:
+                allowed.append(when)
+        combos = tuple(b for b in itertools.product(*self.type_vars.values())
+                       if any(all(t in w.get(v, (t,)) for v, t in zip(self.type_vars, b)) for w in allowed))
+        if not combos and not self.failed:
+            self.err("R006", "bindings", "the bindings allow no combination of the type variables",
+                     'write e.g. bindings = ["S=u32,f32; T=u32,f32"]')
+        return combos
+
+    def signature(self, combos: tuple[Binding, ...] | None = None) -> OpSignature | None:
         try:
             st = parse_signature(self.f["signature"])
         except SignatureSyntaxError as exc:
@@ -194,7 +213,8 @@ class _OpBuilder:
         self.names = names
         if self.failed:
             return None
-        return OpSignature(self.id, tuple(inputs), Param(out_name, out_type), tuple(self.type_vars.items()), tuple(attrs))
+        return OpSignature(self.id, tuple(inputs), Param(out_name, out_type), tuple(self.type_vars.items()), tuple(attrs),
+                           combos)
 
     def temps(self) -> dict[str, str] | None:
         temps = {}
@@ -254,19 +274,26 @@ class _OpBuilder:
         text = self.f.get("compose")
         if text is None or self.f.get("reference") is not None:
             return {}
+        found = self.resolve(text, "compose", lambda v: isinstance(v, str))
+        names = frozenset(p.name for p in self.sig.inputs) | frozenset(a.name for a in self.sig.attrs)
         result = {}
         for b in self.bindings:
+            if b not in found:
+                self.err("R013", "compose", f"no compose definition for {self.describe(b)}",
+                         "cover every binding of the type variables")
+                return {}
+            src, fld = found[b]
             try:
-                steps, expr = parse_compose(text, dict(zip(self.type_vars, b)), location(self.path, self.id, "compose"))
+                steps, expr = parse_compose(src, dict(zip(self.type_vars, b)), location(self.path, self.id, fld), names)
             except ParseError as exc:
                 d = exc.diagnostics[0]
                 where = f" for {self.describe(b)}" if b else ""
-                self.err("R009", "compose", f"compose does not parse{where} at {d.location.rpartition(' ')[2]}: "
+                self.err("R009", fld, f"compose does not parse{where} at {d.location.rpartition(' ')[2]}: "
                          f"{d.message}", d.fix)
                 return {}
             bad = next((_impure(e) for e in [v for _, v in steps] + [expr] if _impure(e)), None)
             if bad:
-                self.err("R010", "compose", f"compose may only combine its operands and attributes with ops, "
+                self.err("R010", fld, f"compose may only combine its operands and attributes with ops, "
                          f"found {bad}", "remove buffer accesses, ids and atomics from compose")
                 return {}
             result[b] = Compose(steps, expr)
@@ -313,30 +340,31 @@ class _OpBuilder:
         return out
 
     # ------------------------------------------------------------------ laws, budgets, known answers
-    def when(self, text: str, fld: str) -> dict[str, tuple[DataType, ...]] | None:
-        """A law's @restriction: a type set of the only type variable, or VAR=set; VAR=set."""
+    def when(self, text: str, fld: str, code: str = "R014") -> dict[str, tuple[DataType, ...]] | None:
+        """A restriction (a law's @, an entry of bindings): a type set of the only type variable,
+        or VAR=set; VAR=set."""
         parts = [p.strip() for p in text.split(";")]
         result = {}
         for part in parts:
             var, eq, types = part.partition("=")
             if not eq:
                 if len(self.type_vars) != 1 or len(parts) != 1:
-                    self.err("R014", fld, f"@{text}: the op has {len(self.type_vars)} type variables",
+                    self.err(code, fld, f"@{text}: the op has {len(self.type_vars)} type variables",
                              "write @VAR=types for each variable you restrict, e.g. @T=int")
                     return None
                 var, types = next(iter(self.type_vars)), part
             var = var.strip()
             if var in result:
-                self.err("R014", fld, f"@{text}: {var} is restricted twice", f"give {var} one type set")
+                self.err(code, fld, f"@{text}: {var} is restricted twice", f"give {var} one type set")
                 return None
             if var not in self.type_vars:
-                self.err("R014", fld, f"@{text}: {var!r} is not a type variable of the op",
+                self.err(code, fld, f"@{text}: {var!r} is not a type variable of the op",
                          f"use one of {', '.join(self.type_vars) or '(none: remove the @restriction)'}")
                 return None
             try:
                 result[var] = parse_type_set(types, self.type_vars[var])
             except TypeSetError as exc:
-                self.err("R014", fld, *_msg(exc))
+                self.err(code, fld, *_msg(exc))
                 return None
         return result
 
@@ -475,6 +503,13 @@ class _OpBuilder:
                 self.err("R011", f"{fld}[{j}]", _msg(exc)[0], "write values of the case's types")
         note = group.get("note") or ""
         return Kat(b, tuple(sorted(attrs)), tuple(rows), note if isinstance(note, str) else "")
+
+
+def _text(compose: Any) -> str | None:
+    """The compose definition as one display text (a type-keyed table as JSON)."""
+    if compose is None or isinstance(compose, str):
+        return compose
+    return json.dumps(compose, separators=(", ", ": "))
 
 
 def _impure(e: Expr) -> str | None:

@@ -53,10 +53,13 @@ OP_KEYS: Final[Mapping[str, Key]] = {
     "signature": Key("str", '"(a: T, b: T; attr: u32 = 0) -> out: T"; mem before the first operand makes the op '
                      "atomic (required, here or from the class)"),
     "types": Key("map[str]", 'type variable -> type set, e.g. { T = "int,f32" }'),
+    "bindings": Key("list[str]", 'the allowed combinations of type variables, e.g. ["S=u32,f32; T=u32,f32"] '
+                    "(default: every combination)"),
     "laws": Key("list[str]", 'law strings, e.g. "identity(zero) @int"'),
     "waive": Key("map[str]", "law name -> why the law is not declared although it holds"),
     "reference": Key("str|table", "a reference function, or a type-keyed table of them"),
-    "compose": Key("str", "let steps and a result expression over the operands and attributes"),
+    "compose": Key("str|table", "steps and a result expression over the operands and attributes, or a type-keyed "
+                   "table of them"),
     "ulp": Key("map[int]", "ULP budget per float result type set"),
     "temps": Key("map[str]", "template temporaries: name -> type or type variable"),
     "ptx": Key("str|table", "a PTX template, or a type-keyed table of templates"),

@@ -1,0 +1,164 @@
+"""Parsing an op's ``compose`` definition: named steps, reassignment, bounded repetition, a result.
+
+The grammar, for one binding of the op's type variables (a type variable stands for its type)::
+
+    let NAME = EXPR                       a new value
+    NAME = EXPR                           a new value under an existing step's name
+    repeat N { STEPS }                    the steps N times (N a plain integer)
+    repeat VAR in A .. B { STEPS }        the steps for VAR = A .. B-1 (a u32 constant in them)
+    EXPR                                  the result (last)
+
+Steps are separated by newlines or ``;``. A ``let`` inside a repetition lives for that round.
+Everything unrolls here, so the definition becomes straight-line steps with unique names
+(``x``, then ``x.1``, ``x.2``... for its later values): both backends evaluate the same list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final, Mapping
+
+from .nodes import Expr, Lit, Var
+from .parser import Parser
+from .types import DataType
+from .walk import substitute
+
+__all__ = ["parse_compose", "ComposeSteps", "MAX_UNROLLED_STEPS"]
+
+ComposeSteps = tuple[tuple[tuple[str, Expr], ...], Expr]
+"""A parsed compose definition: the named steps (name, value) in order, then the result."""
+
+MAX_UNROLLED_STEPS: Final = 8192
+
+
+@dataclass
+class _Let:
+    name: str
+    value: Expr
+    pos: int
+    new: bool  # let (True) or reassignment (False)
+
+
+@dataclass
+class _Repeat:
+    var: str | None
+    start: int
+    end: int
+    body: list[object]
+    pos: int
+
+
+class _ComposeParser(Parser):
+    def steps(self, in_block: bool) -> list[object]:
+        out: list[object] = []
+        while True:
+            tok = self.peek()
+            if tok.kind == "eof" or (in_block and tok.text == "}"):
+                return out
+            if tok.kind == "name" and tok.text == "let":
+                self.next()
+                name = self.ident("a step name")
+                self.expect("=")
+                out.append(_Let(name, self.expr(), tok.pos, True))
+            elif tok.kind == "name" and tok.text == "repeat":
+                out.append(self.repeat())
+            elif tok.kind == "name" and self.toks[self.i + 1].text == "=" and self.toks[self.i + 1].kind == "punct":
+                name = self.ident("a step name")
+                self.expect("=")
+                out.append(_Let(name, self.expr(), tok.pos, False))
+            elif in_block:
+                self.error(tok, "P002", f"expected a step in the repeat block, found {self._describe(tok)}",
+                           "a repeat block holds let steps, reassignments and repeats")
+            else:
+                return out  # the result expression follows
+            end = self.peek(skip_nl=False)
+            if end.kind not in ("nl", "eof") and end.text != "}":
+                self.error(end, "P002", f"expected the end of the step, found {self._describe(end)}",
+                           "put each step on its own line or end it with ';'")
+
+    def count(self) -> int:
+        tok = self.next()
+        if tok.kind != "int" or not tok.text.isdigit() or len(tok.text) > 6:
+            self.error(tok, "P002", f"expected a repeat count (a plain integer), found {self._describe(tok)}",
+                       "write repeat 10 { ... } or repeat i in 0 .. 10 { ... }")
+        return int(tok.text)
+
+    def repeat(self) -> _Repeat:
+        tok = self.next()
+        var = None
+        if self.peek().kind == "name" and self.toks[self.i + 1].text == "in":
+            var = self.ident("a repeat variable")
+            self.expect("in")
+            start = self.count()
+            self.expect("..", "write repeat i in A .. B { ... }")
+            end = self.count()
+        else:
+            start, end = 0, self.count()
+        self.expect("{")
+        self.enter()
+        body = self.steps(in_block=True)
+        self.depth -= 1
+        self.expect("}", "close the repeat block with '}'")
+        return _Repeat(var, start, end, body, tok.pos)
+
+
+class _Unroller:
+    """Turns parsed steps into straight-line steps with unique names."""
+
+    def __init__(self, parser: _ComposeParser, operands: frozenset[str]) -> None:
+        self.parser, self.operands = parser, operands
+        self.steps: list[tuple[str, Expr]] = []
+        self.versions: dict[str, int] = {}
+
+    def fail(self, pos: int, message: str, fix: str) -> None:
+        from .lexer import fail
+
+        fail(self.parser.src, self.parser.filename, pos, "P008", message, fix)
+
+    def run(self, items: list[object], env: dict[str, Expr]) -> None:
+        for item in items:
+            if isinstance(item, _Repeat):
+                for i in range(item.start, item.end):
+                    inner = dict(env)
+                    if item.var is not None:
+                        inner[item.var] = Lit(DataType.U32, i & 0xFFFFFFFF)
+                    self.run(item.body, inner)
+                    for name in env:  # reassignments inside the round carry over to the next
+                        env[name] = inner[name]
+                continue
+            assert isinstance(item, _Let)
+            if item.name in self.operands:
+                self.fail(item.pos, f"{item.name!r} is an operand or attribute of the op", "name the step differently")
+            if item.new and item.name in env:
+                self.fail(item.pos, f"let {item.name}: the name is already bound", f"write {item.name} = ... to "
+                          "give it a new value, or choose another name")
+            if not item.new and item.name not in env:
+                self.fail(item.pos, f"{item.name} = ...: no step of that name exists here", f"write let {item.name} = ...")
+            version = self.versions.get(item.name, -1) + 1
+            self.versions[item.name] = version
+            unique = item.name if version == 0 else f"{item.name}.{version}"
+            self.steps.append((unique, substitute(item.value, env)))
+            if len(self.steps) > MAX_UNROLLED_STEPS:
+                self.fail(item.pos, f"compose unrolls to more than {MAX_UNROLLED_STEPS} steps",
+                          "repeat fewer times, or give the op a PTX template")
+            env[item.name] = Var(unique)
+
+
+def parse_compose(src: str, type_vars: Mapping[str, DataType], filename: str = "<compose>",
+                  operands: frozenset[str] = frozenset()) -> ComposeSteps:
+    """Parse and unroll an op's compose definition for one binding of its type variables.
+    ``operands`` are the op's operand and attribute names, which steps may not rebind."""
+    parser = _ComposeParser(src, filename, type_vars)
+    items = parser.steps(in_block=False)
+    if parser.peek().kind == "eof":
+        parser.error(parser.peek(), "P002", "compose ends without its result expression",
+                     "write the result after the steps")
+    result = parser.expr()
+    tok = parser.peek()
+    if tok.kind != "eof":
+        parser.error(tok, "P002", f"unexpected {parser._describe(tok)} after the result expression",
+                     "the result expression comes last; name earlier values with let")
+    unroller = _Unroller(parser, operands)
+    env: dict[str, Expr] = {}
+    unroller.run(items, env)
+    return tuple(unroller.steps), substitute(result, env)
