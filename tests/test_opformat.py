@@ -269,9 +269,12 @@ def test_standard_library_size_and_shape(registry):
         for cls in tomllib.loads(f.read_text()).get("class", {}).values():
             if isinstance(cls.get("ptx"), str):
                 templates.add(cls["ptx"])
-    assert lines <= 900, lines
-    assert len(templates) <= 80, len(templates)
-    assert len(registry) == 44 and sum(len(op.bindings()) for op in registry) >= 236
+    # concision as the library grows (format v2 rewrote 44 ops in 670 lines with 65 templates;
+    # format v1 needed 1,503 lines and 233 templates for them)
+    with_templates = sum(1 for op in registry if op.templates)
+    assert lines <= 20 * len(registry), (lines, len(registry))
+    assert len(templates) <= 1.6 * with_templates, (len(templates), with_templates)
+    assert len(registry) >= 44 and sum(len(op.bindings()) for op in registry) >= 236
 
 
 def test_every_shipped_file_is_format_v2():

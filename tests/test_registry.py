@@ -151,7 +151,7 @@ def test_signature_view(registry):
     assert sig.bind([DataType.F32], {"T": DataType.I32}) == ((DataType.F32, DataType.I32), DataType.I32)
     assert registry.signature("primitive.atomic.add").is_atomic
     assert registry.signature("nope.op") is None
-    assert "primitive.math" in registry.unknown_op_hint("primitive.math.fma")
+    assert "primitive.math" in registry.unknown_op_hint("primitive.math.nope")
 
 
 def test_a_loader_failure_is_a_diagnostic_for_that_file_only(tmp_path, monkeypatch):

@@ -19,7 +19,7 @@ CASES = [
     ("V001", "buffers[1]", "buffer a: read u32[] @0\nbuffer a: read u32[] @1\n"),
     ("V002", "buffers[1]", "buffer a: read u32[] @0\nbuffer b: read u32[] @0\n"),
     ("V004", "body[0].value", "let x = nope[0u32]\n"),
-    ("V005", "body[0].value", "let x = primitive.math.fma(1u32, 2u32)\n"),
+    ("V005", "body[0].value", "let x = primitive.math.nope(1u32, 2u32)\n"),
     ("V006", "body[0].value", "let x = primitive.math.add(1u32)\n"),
     ("V007", "body[0].value", "let x = 1u32 + 1i32\n"),
     ("V008", "body[1]", "let x = 1u32\nlet x = 2u32\n"),

@@ -43,8 +43,9 @@ class ScalarError(ValueError):
 
 # Symbolic constants, evaluated per type: the same names serve law elements (`identity(zero)`),
 # compose constants (`T.max`) and template immediates (`{T.max}`). min/max are the least and
-# greatest values of the type: the integer range ends, -inf/+inf for floats, false/true for bool.
-ELEMENTS: Final = ("zero", "one", "min", "max", "all_ones", "inf", "neg_inf", "neg_zero", "nan")
+# greatest values of the type: the integer range ends, -inf/+inf for floats, false/true for bool;
+# width is an integer type's bit width (32 or 64) as a value of that type.
+ELEMENTS: Final = ("zero", "one", "min", "max", "all_ones", "inf", "neg_inf", "neg_zero", "nan", "width")
 _FLOAT_ONLY: Final = ("inf", "neg_inf", "neg_zero", "nan")
 
 
@@ -57,6 +58,10 @@ def element_bits(dtype: DataType, spelling: str) -> int:
     if spelling in _FLOAT_ONLY and not dtype.is_float:
         raise ScalarError(f"{spelling} is a floating-point element and {dtype} has none. "
                           f"Fix: restrict it to float types (e.g. @float)")
+    if spelling == "width":  # the bit width, as a value of the (integer) type
+        if not dtype.is_int:
+            raise ScalarError(f"width is an integer element and {dtype} has none. Fix: restrict it to int types")
+        return dtype.bits
     if spelling == "zero":
         return 0
     if spelling == "all_ones":

@@ -9,6 +9,8 @@ numpy scalar}) -> ndarray``. Importing the module checks that it implements the 
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
 from typing import Callable, Final, Mapping, Sequence
 
 import numpy as np
@@ -188,6 +190,86 @@ def cast(args: Sequence[np.ndarray], *, out: DataType, **_: object) -> np.ndarra
     return x.astype(target)
 
 
+def bitcast(args: Sequence[np.ndarray], *, out: DataType, **_: object) -> np.ndarray:
+    """The bits of a value read as another type of the same width."""
+    return np.ascontiguousarray(np.asarray(args[0])).view(out.numpy_dtype)
+
+
+def mulhi(args: Sequence[np.ndarray], **_: object) -> np.ndarray:
+    """The high half of the full-width product (signed for signed types)."""
+    a, b = np.asarray(args[0]), np.asarray(args[1])
+    a, b = np.broadcast_arrays(a, b)
+    if a.dtype.itemsize == 4:
+        wide = np.int64 if a.dtype.kind == "i" else np.uint64
+        return ((a.astype(wide) * b.astype(wide)) >> 32).astype(a.dtype)
+    u = a.view(np.uint64), b.view(np.uint64)
+    mask, s32 = np.uint64(0xFFFFFFFF), np.uint64(32)
+    al, ah, bl, bh = u[0] & mask, u[0] >> s32, u[1] & mask, u[1] >> s32
+    ll, lh, hl, hh = al * bl, al * bh, ah * bl, ah * bh
+    mid = (ll >> s32) + (lh & mask) + (hl & mask)
+    high = hh + (lh >> s32) + (hl >> s32) + (mid >> s32)
+    if a.dtype.kind == "i":  # signed: subtract b (resp. a) where a (resp. b) is negative
+        high = high - np.where(a < 0, u[1], np.uint64(0)) - np.where(b < 0, u[0], np.uint64(0))
+    return high.view(a.dtype)
+
+
+_SPLITTER: Final = 134217729.0  # 2^27 + 1, Veltkamp's splitting constant for binary64
+
+
+def _two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def _round_to_odd_sum(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """x + y rounded to odd: an inexact sum keeps the neighbour with an odd last bit."""
+    s, e = _two_sum(x, y)
+    fix = (e != 0) & ((s.view(np.uint64) & np.uint64(1)) == 0) & np.isfinite(s)
+    return np.where(fix, np.nextafter(s, np.where(e > 0, np.inf, -np.inf)), s)
+
+
+def _fma_exact(x: float, y: float, z: float) -> float:
+    if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
+        return x * y + z  # infinities and NaNs: no rounding happens, so the IEEE result is this
+    v = Fraction(x) * Fraction(y) + Fraction(z)
+    if v == 0:  # the sign of an exact zero: -0 only for (-0 or a negative product of zero) + -0
+        both_negative = (x == 0 or y == 0) and z == 0 and math.copysign(1, x) * math.copysign(1, y) < 0 \
+            and math.copysign(1, z) < 0
+        return -0.0 if both_negative else 0.0
+    try:
+        return float(v)  # correctly rounded
+    except OverflowError:
+        return math.inf if v > 0 else -math.inf
+
+
+def fma(args: Sequence[np.ndarray], *, out: DataType, **_: object) -> np.ndarray:
+    """a * b + c with a single rounding. binary32: the exact product in binary64, the sum rounded
+    to odd, then to binary32 (correct by Boldo and Melquiond's round-to-odd theorem). binary64:
+    their two-product / round-to-odd emulation where no intermediate can over- or underflow,
+    exact rational arithmetic elsewhere."""
+    a, b, c = np.broadcast_arrays(*(np.asarray(x, out.numpy_dtype) for x in args))
+    with np.errstate(all="ignore"):
+        if out is DataType.F32:
+            p = a.astype(np.float64) * b.astype(np.float64)  # exact: 24 + 24 bits
+            return np.asarray(_round_to_odd_sum(p, c.astype(np.float64)).astype(np.float32))
+        mag = [np.abs(x) for x in (a, b, c)]
+        safe = (mag[0] > 2.0**-480) & (mag[0] < 2.0**480) & (mag[1] > 2.0**-480) & (mag[1] < 2.0**480)
+        safe &= (mag[2] < 2.0**1000) & ((c == 0) | (mag[2] > 2.0**-900))
+        hi_a, hi_b = _SPLITTER * a, _SPLITTER * b
+        ah, bh = hi_a - (hi_a - a), hi_b - (hi_b - b)
+        al, bl = a - ah, b - bh
+        uh = a * b
+        ul = ((ah * bh - uh) + ah * bl + al * bh) + al * bl  # a * b == uh + ul exactly
+        th, tl = _two_sum(c, uh)
+        result = th + _round_to_odd_sum(tl, ul)
+        safe &= np.abs(result) > 2.0**-900
+    result = np.where(safe, result, 0.0)
+    for i in np.flatnonzero(~safe):
+        result.flat[i] = _fma_exact(float(a.flat[i]), float(b.flat[i]), float(c.flat[i]))
+    return result
+
+
 KERNELS: Final[Mapping[str, Kernel]] = {
     "int_div": int_div,
     "int_mod": int_mod,
@@ -202,6 +284,9 @@ KERNELS: Final[Mapping[str, Kernel]] = {
     "ctz": ctz,
     "reverse_bits": reverse_bits,
     "cast": cast,
+    "bitcast": bitcast,
+    "mulhi": mulhi,
+    "fma": fma,
 }
 
 

@@ -38,4 +38,7 @@ REFERENCES: Final[Mapping[str, tuple[str, frozenset[str]]]] = {
                     (KERNEL, _INT)),
     **dict.fromkeys(("float_min", "float_max"), (KERNEL, _FLOAT)),
     "cast": (KERNEL, _ALL),
+    "bitcast": (KERNEL, _NUM),
+    "mulhi": (KERNEL, _INT),
+    "fma": (KERNEL, _FLOAT),
 }
