@@ -42,7 +42,13 @@ def module_of(programs, target: str) -> str:
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_every_op_and_type_assembles(ptxas, target):
-    jobs = {op.id: [one_op_program(op, b) for b in op.bindings()] for op in REG}
+    from vyre_decl.ops.check import required_attrs
+
+    def program(op, b):  # attributes without a default: a known answer's values, or zeros
+        attrs = required_attrs(op, b) or tuple((a.name, 0) for a in op.signature.attrs if a.default is None)
+        return one_op_program(op, b, attrs)
+
+    jobs = {op.id: [program(op, b) for b in op.bindings()] for op in REG}
     with ThreadPoolExecutor(4) as pool:
         results = dict(zip(jobs, pool.map(lambda ps: assemble(module_of(ps, target), target, ptxas, check=False),
                                           jobs.values())))

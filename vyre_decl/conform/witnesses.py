@@ -97,7 +97,8 @@ def sweep(t: DataType, arity: int) -> list[np.ndarray]:
     """Exhaustive small-domain cases for an op of ``arity`` operands of type ``t`` (columns of bit
     patterns): bool — every combination; integers — every 8-bit value (signed: -128..127), every
     pair for binary ops; floats — every bf16-grid pattern (unary) or every pair of 8-bit minifloats
-    (binary). Three-operand ops take a 32-value slice of the same domain."""
+    (binary). Three-operand ops take a 32-value slice of the same domain, ops of more operands a
+    slice small enough that every combination stays around 40,000 cases."""
     if t is DataType.BOOL:
         base = np.arange(2, dtype=np.uint64)
     elif t.is_int:
@@ -109,7 +110,8 @@ def sweep(t: DataType, arity: int) -> list[np.ndarray]:
         return [np.arange(1 << 16, dtype=np.uint64) << shift]
     else:
         base = _minifloat(t)
-    if arity >= 3:
-        base = base[:: max(1, len(base) // 32)][:32]
+    if arity >= 3:  # a slice of the domain, so that every combination stays around 32^3 cases
+        keep = 32 if arity == 3 else max(2, int(40000 ** (1 / arity)))
+        base = base[:: max(1, len(base) // keep)][:keep]
     grids = np.meshgrid(*([base] * arity), indexing="ij")
     return [g.reshape(-1) for g in grids]
