@@ -82,8 +82,10 @@ OPS = [(op.id, b) for op in REG for b in op.bindings()]
 
 @pytest.mark.parametrize("op_id, binding", OPS, ids=[f"{o}[{','.join(t.value for t in b)}]" for o, b in OPS])
 def test_every_op_matches_the_reference(cuda, ref, op_id, binding):
+    from vyre_decl.ops.check import required_attrs
+
     op = REG.get(op_id)
-    program = one_op_program(op, binding)
+    program = one_op_program(op, binding, required_attrs(op, binding) or ())
     args, _ = _inputs_for(op, binding, np.random.default_rng(hash(op_id) % 2**32))
     expect = ref.dispatch(program, args)
     got = cuda.dispatch(program, args)

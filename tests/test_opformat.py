@@ -386,3 +386,13 @@ def test_bindings_restrict_the_combinations(tmp_path):
         op.signature.bind([U32], {"T": F64})
     (tmp_path / "e.toml").write_text((tmp_path / "e.toml").read_text().replace('"S=u64,f64; T=u64,f64"', '"S=u128"'))
     assert any(d.code == "R006" and "bindings[1]" in d.location for d in load([tmp_path], env=False, snapshot=False).errors)
+
+
+def test_fma_of_a_huge_finite_product_and_an_infinity():
+    """The exact product of finite values never overflows: fma(2, 0x1p1023, -inf) is -inf, not NaN."""
+    from vyre_decl.reference.kernels import fma
+
+    got = fma([np.array([2.0]), np.array([2.0**1023]), np.array([-np.inf])], out=F64)
+    assert got[0] == -np.inf
+    got = fma([np.array([2.0]), np.array([2.0**1023]), np.array([np.inf])], out=F64)
+    assert got[0] == np.inf

@@ -230,8 +230,10 @@ def _round_to_odd_sum(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def _fma_exact(x: float, y: float, z: float) -> float:
+    if math.isinf(z) and math.isfinite(x) and math.isfinite(y):
+        return z  # a finite product, however large, does not change an infinite addend
     if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
-        return x * y + z  # infinities and NaNs: no rounding happens, so the IEEE result is this
+        return x * y + z  # an infinite or NaN factor, or a NaN addend: no finite product overflows here
     v = Fraction(x) * Fraction(y) + Fraction(z)
     if v == 0:  # the sign of an exact zero: -0 only for (-0 or a negative product of zero) + -0
         both_negative = (x == 0 or y == 0) and z == 0 and math.copysign(1, x) * math.copysign(1, y) < 0 \
