@@ -71,6 +71,7 @@ _REG: Final = {t: (PTX_TYPE[t], prefix) for t, prefix in (
     (DataType.BOOL, "%p"), (DataType.U32, "%r"), (DataType.I32, "%s"), (DataType.U64, "%rd"),
     (DataType.I64, "%sd"), (DataType.F32, "%f"), (DataType.F64, "%fd"))}
 _B16: Final = ("b16", "%h")
+_BITS: Final = {"b32": ("b32", "%b"), "b64": ("b64", "%bd")}  # untyped template temporaries
 # storage type -> ld/st instruction type for the value register
 _MEM_TYPE: Final = {
     DataType.U8: "u8",
@@ -314,7 +315,7 @@ class _Emitter:
     def fill(self, op: OpDef, binding: tuple[DataType, ...], names: dict[str, str]) -> None:
         tmpl = op.templates[binding]
         for temp, t in tmpl.temps:
-            names[temp] = self.reg(t)
+            names[temp] = self.reg(t if isinstance(t, DataType) else _BITS[t])
         types = ",".join(t.value for t in binding)
         self.comment(f"op {op.id}<{types}>")
         for line in tmpl.fill(names):

@@ -54,7 +54,7 @@ class Template:
 
     text: str
     lines: tuple[tuple[str, ...], ...]
-    temps: tuple[tuple[str, DataType], ...]
+    temps: tuple[tuple[str, DataType | str], ...]  # a value type, or an untyped register ("b32", "b64")
 
     def fill(self, names: Mapping[str, str]) -> list[str]:
         out = []

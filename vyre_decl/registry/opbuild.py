@@ -28,7 +28,7 @@ from .laws import CATALOGUE, LawSyntaxError, law_fits, parse_law
 from .model import Compose, Kat, LawDef, OpDef, Template
 from .references import REFERENCES
 from .sigtext import SignatureSyntaxError, parse_signature
-from .templates import ATOMIC_PLACEHOLDERS, ParsedTemplate, TemplateError, instantiate, parse_template
+from .templates import ATOMIC_PLACEHOLDERS, BIT_REGISTERS, ParsedTemplate, TemplateError, instantiate, parse_template
 from .typesets import TypeSetError, parse_type_set, resolve_keyed
 
 __all__ = ["build_op", "ID_RE", "location", "MAX_BINDINGS"]
@@ -225,7 +225,7 @@ class _OpBuilder:
                          f"bad, duplicate or reserved temporary name {name!r}",
                          "give temporaries identifier names distinct from the signature's (and, in atomic ops, "
                          "from addr, space and old)")
-            elif self.type_name(t, f"temps.{name}", code="R007"):
+            elif t in BIT_REGISTERS or self.type_name(t, f"temps.{name}", code="R007"):
                 temps[name] = t
         return temps
 
@@ -334,7 +334,8 @@ class _OpBuilder:
                 continue
             m = dict(zip(self.type_vars, b))
             try:
-                out[b] = instantiate(tmpl, m, {n: sig.resolve(t, m) for n, t in temps.items()})
+                out[b] = instantiate(tmpl, m, {n: t if t in BIT_REGISTERS else sig.resolve(t, m)
+                                               for n, t in temps.items()})
             except TemplateError as exc:
                 self.err(exc.code, fld, exc.message, exc.fix)
         return out

@@ -32,6 +32,7 @@ from .model import Template
 
 __all__ = [
     "ATOMIC_PLACEHOLDERS",
+    "BIT_REGISTERS",
     "PTX_TYPE",
     "PTX_BITS",
     "TYPE_PROPERTIES",
@@ -47,6 +48,10 @@ __all__ = [
 # Placeholders the emitter fills in atomic templates: the element address (u64, or u32 in shared
 # memory), the state space (.global / .shared) and the old value, which is the result.
 ATOMIC_PLACEHOLDERS: Final = ("addr", "space", "old")
+
+# Untyped PTX registers a template may declare as temporaries, for instructions whose operands are
+# bit types only (cvt.rn.f16x2.f32 writes a .b32): temps = { t = "b32" }.
+BIT_REGISTERS: Final = ("b32", "b64")
 
 PTX_TYPE: Final[Mapping[DataType, str]] = {
     DataType.BOOL: "pred", DataType.U32: "u32", DataType.I32: "s32", DataType.U64: "u64",
@@ -337,7 +342,7 @@ def _operands(text: str, type_vars: frozenset[str], names: frozenset[str], where
 
 
 def instantiate(parsed: ParsedTemplate, binding: Mapping[str, DataType],
-                temps: Mapping[str, DataType]) -> Template:
+                temps: Mapping[str, DataType | str]) -> Template:
     """The template for one binding: type placeholders replaced, operands left for the emitter.
     Raises TemplateError if a property has no value for a bound type (``{T.inf}`` of u32)."""
     lines = []
