@@ -202,16 +202,17 @@ def test_round_half_to_even(run):
     assert np.signbit(out[3])
 
 
-# --- transcendental / approximate ops declare a ULP budget; exact ops declare (or default to) 0
+# --- approximations declare their accuracy in ULP; the arithmetic of primitive.math is correctly rounded
 def test_ulp_budgets_are_declared_per_float_type(registry):
-    float_ops = [op for op in registry if any(op.output_type(b).is_float for b in op.bindings())]
+    float_ops = [op for op in registry if any(op.output_type(b).is_float for b in op.bindings())
+                 and op.dialect == "primitive.math"]
     assert float_ops
     for op in float_ops:
         for b in op.bindings():
             t = op.output_type(b)
             if t.is_float:
-                assert op.tolerance(t) == 0, f"{op.id} is exact and must declare 0 ULP"
-    assert registry.get("primitive.math.sqrt").tolerance_ulp == {DataType.F32: 0, DataType.F64: 0}
+                assert op.accuracy(t) == 0, f"{op.id} is exact and must declare 0 ULP"
+    assert registry.get("primitive.math.sqrt").accuracy_ulp == {DataType.F32: 0, DataType.F64: 0}
 
 
 # --- out of bounds: loads yield 0, stores and atomics do nothing (atomics yield 0)

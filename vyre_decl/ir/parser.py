@@ -58,6 +58,7 @@ class Parser:
         self.toks = tokenize(src, filename)
         self.i = 0
         self.depth = 0
+        self.grouped = 0  # inside ( ), [ ] or call arguments, where an expression may span lines
         # compose mode: type variables bound to their types (None: program text)
         self.type_vars = dict(type_vars) if type_vars is not None else None
         self.type_names = dict(_TYPES)
@@ -249,10 +250,18 @@ class Parser:
         return If(cond, then, otherwise)
 
     # --- expressions (precedence climbing)
+    def grouped_expr(self) -> Expr:
+        """An expression inside brackets: it may continue on the next line."""
+        self.grouped += 1
+        try:
+            return self.expr()
+        finally:
+            self.grouped -= 1
+
     def expr(self, min_level: int = 1) -> Expr:
         left = self.cast_expr()
         while True:
-            tok = self.peek(skip_nl=False)
+            tok = self.peek(skip_nl=self.grouped > 0)
             sym = tok.text if tok.kind == "punct" else None
             level = sugar.BINARY_PRECEDENCE.get(sym) if sym else None
             if sym is None or level is None or level < min_level:
@@ -263,7 +272,7 @@ class Parser:
 
     def cast_expr(self) -> Expr:
         expr = self.unary()
-        while self.peek(skip_nl=False).text == "as":
+        while self.peek(skip_nl=self.grouped > 0).text == "as":
             self.i += 1
             expr = Op(sugar.CAST_OP, (expr,), types=((sugar.CAST_TYPE_VAR, self.dtype()),))
         return expr
@@ -285,7 +294,7 @@ class Parser:
 
     def literal(self, negative: bool = False) -> Lit:
         tok = self.next()
-        if tok.kind == "int" and self.type_vars is not None and self.peek(skip_nl=False).text == "as":
+        if tok.kind == "int" and self.type_vars is not None and self.peek(skip_nl=self.grouped > 0).text == "as":
             self.i += 1  # compose: `3 as T` is the constant 3 of T's type
             return self.typed_constant(tok, ("-" if negative else "") + tok.text, self.dtype())
         if tok.kind == "int":
@@ -324,7 +333,7 @@ class Parser:
             return self.literal()
         if tok.kind == "punct" and tok.text == "(":
             self.next()
-            inner = self.expr()
+            inner = self.grouped_expr()
             self.expect(")")
             return inner
         if tok.kind != "name":
@@ -341,11 +350,11 @@ class Parser:
             return BufLen(name)
         if text == "select":
             self.expect("(")
-            cond = self.expr()
+            cond = self.grouped_expr()
             self.expect(",")
-            a = self.expr()
+            a = self.grouped_expr()
             self.expect(",")
-            b = self.expr()
+            b = self.grouped_expr()
             self.expect(")")
             return Select(cond, a, b)
         if text == "atomic":
@@ -356,11 +365,11 @@ class Parser:
             self.expect("(")
             buf = self.ident("a buffer name")
             self.expect("[")
-            index = self.expr()
+            index = self.grouped_expr()
             self.expect("]")
             args = []
             while self.accept(","):
-                args.append(self.expr())
+                args.append(self.grouped_expr())
             self.expect(")")
             return Atomic(op.text, buf, index, tuple(args))
         head, _, axis = text.partition(".")
@@ -374,7 +383,7 @@ class Parser:
             self.error(tok, "P002", f"unexpected keyword {text!r}", "keywords cannot be used as names")
         if self.peek(skip_nl=False).text == "[":  # not across a newline: `x` then a line starting with [
             self.i += 1
-            index = self.expr()
+            index = self.grouped_expr()
             self.expect("]")
             return Load(text, index)
         return Var(text)
@@ -412,9 +421,9 @@ class Parser:
         self.expect("(", f"call the op: {tok.text}(args)")
         args: list[Expr] = []
         if not self.at(")"):
-            args.append(self.expr())
+            args.append(self.grouped_expr())
             while self.accept(","):
-                args.append(self.expr())
+                args.append(self.grouped_expr())
         self.expect(")")
         return Op(tok.text, tuple(args), tuple(attrs.items()), tuple(types.items()))
 

@@ -53,7 +53,7 @@ def _op_json(op: OpDef) -> dict[str, Any]:
         "reference": {",".join(t.value for t in b) or "-": name for b, name in op.references.items()},
         "compose": op.compose_text,
         "ptx_types": [",".join(t.value for t in b) or "-" for b in op.templates],
-        "ulp": {t.value: u for t, u in op.tolerance_ulp.items()},
+        "ulp": {t.value: u for t, u in op.accuracy_ulp.items()},
         "kat_cases": sum(len(k.cases) for k in op.kats),
         "source": str(op.source),
     }

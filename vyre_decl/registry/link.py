@@ -15,6 +15,8 @@ from typing import Any, Final, Mapping, Sequence
 
 from ..ir.diagnostics import Diagnostic
 from ..ir.nodes import Expr, Op
+from ..ir.signature import Binding
+from ..ir.types import DataType
 from ..ir.signature import OpSignature, SignatureError
 from ..ir.validation import ExprFault, infer_type
 from ..ir.walk import subexprs
@@ -26,6 +28,7 @@ from .registry import Registry
 __all__ = ["link", "MAX_INLINE_NODES"]
 
 MAX_INLINE_NODES: Final = 50_000
+Node = tuple[str, Binding]
 
 
 def link(results: Sequence[FileResult], diags: list[Diagnostic]) -> Registry:
@@ -102,19 +105,23 @@ def _cross_checks(ops: Mapping[str, OpDef]) -> dict[str, list[Diagnostic]]:
     def fail(op: OpDef, code: str, fld: str, message: str, fix: str) -> None:
         problems.setdefault(op.id, []).append(Diagnostic(code, message, location(op.source, op.id, fld), fix))
 
+    graph: dict[Node, list[Node]] = {}  # (op, binding) -> the (op, binding) of each call its compose makes
     for op in ops.values():
         for binding, comp in op.compose.items():
             m = op.binding_map(binding)
             where = ", ".join(f"{v}={t}" for v, t in m.items()) or "the op"
             variables = {p.name: op.signature.resolve(p.type, m) for p in op.signature.inputs}
             variables.update({a.name: a.dtype for a in op.signature.attrs})
+            calls: list[Node] = []
             try:
                 for name, value in comp.steps:
                     if name in variables:
                         raise ExprFault("R010", f"step {name!r} reuses a name already bound", "give each step a new name",
                                         f"let {name}")
                     variables[name] = infer_type(value, f"let {name}", variables, {}, table)
+                    calls += _calls(value, variables, table)
                 got = infer_type(comp.result, "result", variables, {}, table)
+                calls += _calls(comp.result, variables, table)
             except ExprFault as fault:
                 fail(op, "R010", "compose", f"for {where}: {fault.message} (at {fault.path})", fault.fix)
                 break
@@ -123,12 +130,25 @@ def _cross_checks(ops: Mapping[str, OpDef]) -> dict[str, list[Diagnostic]]:
                 fail(op, "R010", "compose", f"for {where}: compose yields {got} where the result is {want}",
                      f"make the expression produce {want}")
                 break
+            graph[(op.id, binding)] = calls
         for law in op.laws:
             if law.over is not None:
                 _check_over(op, law.over, ops, fail)
-    if not _check_cycles(ops, fail):
-        _check_inline_size(ops, fail)
+    if not problems and not _check_cycles(graph, ops, fail):
+        _check_inline_size(graph, ops, fail)
     return problems
+
+
+def _calls(e: Expr, variables: Mapping[str, DataType], table: _Table) -> list[Node]:
+    """The (op, binding) of each op call in ``e`` (which type-checks), one entry per call."""
+    out = []
+    for x in subexprs(e):
+        if isinstance(x, Op):
+            sig = table.signature(x.op)
+            types = [infer_type(a, "", variables, {}, table) for a in x.args]
+            if sig is not None:
+                out.append((x.op, sig.bind(types, dict(x.types))[0]))
+    return out
 
 
 def _check_over(op: OpDef, over: str, ops: Mapping[str, OpDef], fail: Any) -> None:
@@ -156,17 +176,17 @@ def _check_over(op: OpDef, over: str, ops: Mapping[str, OpDef], fail: Any) -> No
             return
 
 
-def _check_cycles(ops: Mapping[str, OpDef], fail: Any) -> bool:
-    """Report compose definitions that call themselves through other ops (iterative DFS, so a
-    long chain of ops cannot exhaust the Python stack); True if there was one."""
+def _check_cycles(graph: Mapping[Node, list[Node]], ops: Mapping[str, OpDef], fail: Any) -> bool:
+    """Report compose definitions that call themselves through other ops, binding by binding (an f32
+    definition may call the f64 one); iterative DFS, so a long chain cannot exhaust the stack.
+    True if there was a cycle."""
     found = False
-    calls = {op.id: sorted(set().union(*(_called(c) for c in op.compose.values()))) for op in ops.values() if op.compose}
-    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
-    for root in calls:
+    state: dict[Node, int] = {}  # 1 = on the current path, 2 = done
+    for root in graph:
         if root in state:
             continue
-        path: list[str] = [root]
-        todo: list[list[str]] = [list(calls[root])]
+        path: list[Node] = [root]
+        todo: list[list[Node]] = [sorted(set(graph[root]), key=_key)]
         state[root] = 1
         while todo:
             if not todo[-1]:
@@ -176,48 +196,46 @@ def _check_cycles(ops: Mapping[str, OpDef], fail: Any) -> bool:
             nxt = todo[-1].pop(0)
             if state.get(nxt) == 1:
                 found = True
-                cycle = path[path.index(nxt):] + [nxt]
-                fail(ops[path[-1]], "R023", "compose", f"compose calls itself through {' -> '.join(cycle)}",
+                cycle = " -> ".join(_show(n) for n in path[path.index(nxt):] + [nxt])
+                fail(ops[path[-1][0]], "R023", "compose", f"compose calls itself through {cycle}",
                      "define one of the ops without calling the others")
-            elif nxt not in state and nxt in calls:
+            elif nxt not in state and nxt in graph:
                 state[nxt] = 1
                 path.append(nxt)
-                todo.append(list(calls[nxt]))
+                todo.append(sorted(set(graph[nxt]), key=_key))
     return found
 
 
-def _check_inline_size(ops: Mapping[str, OpDef], fail: Any) -> None:
+def _check_inline_size(graph: Mapping[Node, list[Node]], ops: Mapping[str, OpDef], fail: Any) -> None:
     """Refuse compositions that grow past MAX_INLINE_NODES when the emitter inlines the composites
     they call (each call is inlined anew, so a chain of ops calling the previous one twice doubles
-    per link). Callees come first; an op with a template for every binding counts as one node."""
-    size: dict[str, int] = {}
-    pending = [op for op in ops.values() if op.compose]
-    for op in ops.values():
-        if not op.compose or len(op.templates) == len(op.bindings()):
-            size[op.id] = 1
-    pending = [op for op in pending if op.id not in size]
+    per link). Callees come first; a binding with a PTX template counts as one node."""
+    size: dict[Node, int] = {}
+    pending = [n for n in graph if n[1] not in ops[n[0]].templates]
     while pending:
         progress = []
-        for op in pending:
-            callees = set().union(*(_called(c) for c in op.compose.values()))
-            if all(c in size or c not in ops for c in callees):
-                total = max(_nodes(c, size) for c in op.compose.values())
-                size[op.id] = total
-                progress.append(op)
+        for node in pending:
+            if all(c in size or c not in graph or c[1] in ops[c[0]].templates for c in graph[node]):
+                op = ops[node[0]]
+                comp = op.compose[node[1]]
+                exprs: list[Expr] = [v for _, v in comp.steps] + [comp.result]
+                total = sum(1 for e in exprs for _ in subexprs(e))
+                total += sum(size[c] - 1 for c in graph[node] if c in size)
+                size[node] = total
+                progress.append(node)
                 if total > MAX_INLINE_NODES:
-                    fail(op, "R033", "compose", f"compose grows to {total} expression nodes when the composites it "
-                         f"calls are inlined (at most {MAX_INLINE_NODES})",
+                    fail(op, "R033", "compose", f"compose for {_show(node)} grows to {total} expression nodes when "
+                         f"the composites it calls are inlined (at most {MAX_INLINE_NODES})",
                          "give a called composite a PTX template, or name repeated values with let steps")
         if not progress:
             return  # unreachable without a cycle, which is reported before this check runs
-        pending = [op for op in pending if op not in progress]
+        done = set(progress)
+        pending = [n for n in pending if n not in done]
 
 
-def _nodes(comp: Any, size: Mapping[str, int]) -> int:
-    exprs: list[Expr] = [v for _, v in comp.steps] + [comp.result]
-    return sum(size.get(x.op, 1) if isinstance(x, Op) else 1 for e in exprs for x in subexprs(e))
+def _key(n: Node) -> tuple[str, str]:
+    return n[0], ",".join(t.value for t in n[1])
 
 
-def _called(comp: Any) -> set[str]:
-    exprs: list[Expr] = [v for _, v in comp.steps] + [comp.result]
-    return {x.op for e in exprs for x in subexprs(e) if isinstance(x, Op)}
+def _show(n: Node) -> str:
+    return n[0] + (f"<{','.join(t.value for t in n[1])}>" if n[1] else "")

@@ -105,7 +105,7 @@ class OpDef:
     compose: Mapping[Binding, Compose]  # binding -> definition (empty for ops with a reference)
     compose_text: str | None
     templates: Mapping[Binding, Template]
-    tolerance_ulp: Mapping[DataType, int]
+    accuracy_ulp: Mapping[DataType, int]  # max error against the correctly rounded result, per float type
     kats: tuple[Kat, ...]
     source: Path
     doc: str = ""
@@ -144,6 +144,7 @@ class OpDef:
     def compose_for(self, binding: Binding) -> Compose | None:
         return self.compose.get(binding)
 
-    def tolerance(self, dtype: DataType) -> int:
-        """ULP budget for results of type ``dtype`` (0 = exact)."""
-        return self.tolerance_ulp.get(dtype, 0)
+    def accuracy(self, dtype: DataType) -> int:
+        """The declared accuracy for results of type ``dtype``: the largest error in ULP against the
+        correctly rounded result (0 = correctly rounded). Backends always agree bit for bit."""
+        return self.accuracy_ulp.get(dtype, 0)

@@ -105,12 +105,12 @@ class _OpBuilder:
         templates = self.templates(temps) if temps is not None else {}
         laws = self.laws()
         waivers = self.waivers()
-        tolerance = self.tolerance()
+        accuracy = self.accuracy()
         kats = self.kats()
         if self.failed:
             return None
         return OpDef(self.id, self.dialect, f["summary"], sig, laws, waivers, references, compose,
-                     _text(f.get("compose")), templates, tolerance, kats, self.path, f.get("doc") or "")
+                     _text(f.get("compose")), templates, accuracy, kats, self.path, f.get("doc") or "")
 
     # ------------------------------------------------------------------ types and signature
     def types(self) -> None:
@@ -428,7 +428,7 @@ class _OpBuilder:
                 out[name] = why.strip()
         return out
 
-    def tolerance(self) -> dict[DataType, int]:
+    def accuracy(self) -> dict[DataType, int]:
         out_types = {self.sig.resolve(self.sig.output.type, dict(zip(self.type_vars, b))) for b in self.bindings}
         result = {}
         for key, ulp in (self.f.get("ulp") or {}).items():

@@ -60,7 +60,7 @@ OP_KEYS: Final[Mapping[str, Key]] = {
     "reference": Key("str|table", "a reference function, or a type-keyed table of them"),
     "compose": Key("str|table", "steps and a result expression over the operands and attributes, or a type-keyed "
                    "table of them"),
-    "ulp": Key("map[int]", "ULP budget per float result type set"),
+    "ulp": Key("map[int]", "accuracy per float result type set: max ULP error against the correctly rounded result"),
     "temps": Key("map[str]", "template temporaries: name -> type or type variable"),
     "ptx": Key("str|table", "a PTX template, or a type-keyed table of templates"),
     "kat": Key("list|table", "known-answer rows [inputs..., expected], type-keyed"),
