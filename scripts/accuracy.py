@@ -11,6 +11,8 @@ the largest error in ULP against the correctly rounded true result:
   which mpmath checks on a subsample (disagreements are reported).
 * f64: the inputs are random bit patterns of the domain plus boundary regions; the oracle is
   mpmath at 200 bits, rounded to f64.
+* --gpu: f32 functions of one operand take every one of the 2^32 inputs on the CUDA backend
+  (bit-identical to the reference), against torch's f64 evaluation on the GPU rounded to f32.
 
 Results go to docs/accuracy.json (merged by op and type) and docs/accuracy.md is regenerated from
 it; with --update the `ulp` budgets in ops/primitive.float.toml must equal the measured maxima (the
@@ -25,92 +27,22 @@ import json
 import math
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from vyre_decl.conform.values import from_bits, to_bits  # noqa: E402
+from vyre_decl.conform.accuracy import Function, function_for, oracle, same, ulp_error  # noqa: E402
+from vyre_decl.conform.values import from_bits  # noqa: E402
 from vyre_decl.ir.types import DataType  # noqa: E402
 from vyre_decl.reference.interpreter import op_function  # noqa: E402
 from vyre_decl.registry import load  # noqa: E402
 
 JSON_PATH = ROOT / "docs" / "accuracy.json"
 MD_PATH = ROOT / "docs" / "accuracy.md"
-
-
-@dataclass(frozen=True)
-class Function:
-    mp: Callable[..., Any]  # mpmath function
-    np64: Callable[..., np.ndarray]  # numpy f64 function (the f32 oracle before rounding)
-    domain: str  # what the table says about where the inputs come from
-    lo: float = -math.inf  # f64 sampling interval (random bit patterns within it)
-    hi: float = math.inf
-    arity: int = 1
-
-
-def _mp() -> Any:
-    import mpmath
-
-    mpmath.mp.prec = 200
-    return mpmath
-
-
-def _functions() -> dict[str, Function]:
-    """The functions measured, by op name (the last part of the op id)."""
-    mp = _mp()
-    inf = math.inf
-    return {
-        "exp": Function(mp.exp, np.exp, "all finite inputs", -745.2, 709.8),
-        "exp2": Function(lambda x: mp.power(2, x), np.exp2, "all finite inputs", -1075.0, 1024.0),
-        "expm1": Function(mp.expm1, np.expm1, "all finite inputs", -40.0, 709.8),
-        "log": Function(mp.log, np.log, "x > 0", 0.0, inf),
-        "log2": Function(lambda x: mp.log(x, 2), np.log2, "x > 0", 0.0, inf),
-        "log10": Function(mp.log10, np.log10, "x > 0", 0.0, inf),
-        "log1p": Function(mp.log1p, np.log1p, "x > -1", -1.0, inf),
-        "sin": Function(mp.sin, np.sin, "all finite inputs"),
-        "cos": Function(mp.cos, np.cos, "all finite inputs"),
-        "tan": Function(mp.tan, np.tan, "all finite inputs"),
-        "asin": Function(mp.asin, np.arcsin, "-1 <= x <= 1", -1.0, 1.0),
-        "acos": Function(mp.acos, np.arccos, "-1 <= x <= 1", -1.0, 1.0),
-        "atan": Function(mp.atan, np.arctan, "all finite inputs"),
-        "sinh": Function(mp.sinh, np.sinh, "all finite inputs", -711.0, 711.0),
-        "cosh": Function(mp.cosh, np.cosh, "all finite inputs", -711.0, 711.0),
-        "tanh": Function(mp.tanh, np.tanh, "all finite inputs"),
-        "asinh": Function(mp.asinh, np.arcsinh, "all finite inputs"),
-        "acosh": Function(mp.acosh, np.arccosh, "x >= 1", 1.0, inf),
-        "atanh": Function(mp.atanh, np.arctanh, "-1 < x < 1", -1.0, 1.0),
-        "erf": Function(mp.erf, lambda x: np.vectorize(math.erf)(x), "all finite inputs"),
-        "cbrt": Function(mp.cbrt, np.cbrt, "all finite inputs"),
-        "rsqrt": Function(lambda x: 1 / mp.sqrt(x), lambda x: 1 / np.sqrt(x), "x >= 0", 0.0),
-        "rcp": Function(lambda x: 1 / x, lambda x: 1 / x, "all finite inputs"),
-        "hypot": Function(mp.hypot, np.hypot, "all finite pairs", arity=2),
-        "atan2": Function(mp.atan2, np.arctan2, "all finite pairs", arity=2),
-        "pow": Function(mp.power, np.power, "x > 0 and all y, with results in range; x < 0 with integer y", arity=2),
-    }
-
-
-def ulp_error(t: DataType, got: np.ndarray, want: np.ndarray) -> np.ndarray:
-    """Distance in representable values between got and want (0 where both are NaN; a huge
-    number where only one is NaN or they differ in infinity)."""
-    width = 32 if t is DataType.F32 else 64
-    sint = np.int32 if width == 32 else np.int64
-
-    def ordered(x: np.ndarray) -> np.ndarray:
-        i = np.ascontiguousarray(x).view(sint).astype(np.float64 if width == 64 else np.int64)
-        if width == 64:  # exact enough: distances that matter are small
-            bits = np.ascontiguousarray(x).view(np.int64)
-            return np.where(bits < 0, -(bits & 0x7FFFFFFFFFFFFFFF), bits).astype(object)
-        return np.where(i < 0, -(i & 0x7FFFFFFF), i)
-
-    g_nan, w_nan = np.isnan(got), np.isnan(want)
-    diff = np.abs(np.asarray(ordered(got) - ordered(want), dtype=np.float64))
-    diff = np.where(g_nan & w_nan, 0, diff)
-    return np.where(g_nan != w_nan, np.inf, diff)
 
 
 def f32_inputs(stride: int) -> np.ndarray:
@@ -152,45 +84,6 @@ def _inputs(fn: Function, t: DataType, samples: int, rng: np.random.Generator) -
     return cols, f"{len(cols[0]):,} pairs: random bit patterns and values of moderate size"
 
 
-def _round(t: DataType, value: Any) -> float:
-    """An mpmath value correctly rounded to t, subnormals included (never through another format)."""
-    mp = _mp()
-    if mp.isnan(value) or mp.isinf(value) or value == 0:
-        return float(value)
-    from fractions import Fraction
-
-    digits, emin, emax = (24, -126, 128) if t is DataType.F32 else (53, -1022, 1024)
-    sign = -1.0 if value < 0 else 1.0
-    if abs(value) >= mp.mpf(2) ** emax:
-        return sign * math.inf
-    if abs(value) < mp.mpf(2) ** (emin - digits):
-        return sign * 0.0
-    man, exp = mp.mpf(abs(value)).man_exp
-    v = Fraction(int(man)) * (Fraction(2) ** int(exp))
-    e = max(v.numerator.bit_length() - v.denominator.bit_length(), emin)
-    if Fraction(2) ** e > v:
-        e = max(e - 1, emin)
-    q = v / Fraction(2) ** (e - digits + 1)
-    k = q.numerator // q.denominator
-    rest = q - k
-    k += int(rest > Fraction(1, 2) or (rest == Fraction(1, 2) and k % 2 == 1))
-    out = Fraction(k) * Fraction(2) ** (e - digits + 1)
-    return sign * (math.inf if out >= Fraction(2) ** emax else float(out))
-
-
-def oracle(fn: Function, t: DataType, args: tuple[float, ...]) -> float:
-    """The correctly rounded true value; IEEE's special values (numpy's) where mpmath has none."""
-    mp = _mp()
-    try:
-        r = fn.mp(*(mp.mpf(a) for a in args))
-        if mp.im(r) == 0:
-            return _round(t, mp.re(r))
-    except (ValueError, ZeroDivisionError, OverflowError):
-        pass
-    with np.errstate(all="ignore"):
-        return float(np.asarray(fn.np64(*(np.float64(a) for a in args))).astype(t.numpy_dtype))
-
-
 def measure(registry: Any, op_id: str, fn: Function, t: DataType, samples: int, rng: np.random.Generator) -> dict:
     op = registry.get(op_id)
     binding = next(b for b in op.bindings() if op.output_type(b) is t)
@@ -203,7 +96,7 @@ def measure(registry: Any, op_id: str, fn: Function, t: DataType, samples: int, 
         with np.errstate(all="ignore"):
             want = np.asarray(fn.np64(*(c.astype(np.float64) for c in cols))).astype(np.float32)
         pick = rng.integers(0, len(got), 2000)
-        differ = sum(int(not _same(oracle(fn, t, tuple(float(c[i]) for c in cols)), float(want[i]))) for i in pick)
+        differ = sum(int(not same(oracle(fn, t, tuple(float(c[i]) for c in cols)), float(want[i]))) for i in pick)
         method += f"; oracle numpy f64 rounded to f32, which differs from mpmath on {differ} of {len(pick)} checked"
     else:
         want = np.array([oracle(fn, t, tuple(float(c[i]) for c in cols)) for i in range(len(got))], t.numpy_dtype)
@@ -215,10 +108,6 @@ def measure(registry: Any, op_id: str, fn: Function, t: DataType, samples: int, 
     return {"max_ulp": int(max_ulp) if math.isfinite(max_ulp) else "wrong special value", "at": at,
             "got": repr(got[worst]), "true": repr(want[worst]), "domain": fn.domain, "method": method,
             "seconds": round(time.perf_counter() - t0, 1)}
-
-
-def _same(a: float, b: float) -> bool:
-    return a == b or (math.isnan(a) and math.isnan(b))
 
 
 def write_markdown(results: dict) -> None:
@@ -234,25 +123,95 @@ def write_markdown(results: dict) -> None:
     MD_PATH.write_text("\n".join(lines) + "\n")
 
 
+_CHUNK = 1 << 28
+
+
+def measure_gpu_f32(op_id: str, fn: Function) -> dict:
+    """Every f32 input on the CUDA backend, against torch's f64 evaluation rounded to f32, all on the
+    GPU: 16 launches of 2^28 invocations, each computing op(bits(base + i))."""
+    import torch
+
+    from vyre_decl.backends.cuda import CudaBackend
+    from vyre_decl.ir import parse_program
+
+    t0 = time.perf_counter()
+    cuda = _gpu_backend(CudaBackend)
+    program = parse_program(f"""program sweep workgroup(256, 1, 1) {{
+      buffer base: read u32[1] @0
+      buffer out: write f32[{_CHUNK}] @1
+      let i = gid.x
+      out[i] = {op_id}(primitive.convert.bitcast<T=f32>(base[0u32] + i))
+    }}""")
+    pipe = cuda.compile(program)
+    base, out = cuda.upload(np.zeros(1, np.uint32)), cuda.allocate("f32", _CHUNK)
+    got_t = torch.as_tensor(out, device="cuda")
+    worst, worst_at, worst_got, worst_want = -1.0, 0, 0.0, 0.0
+    index = torch.arange(_CHUNK, device="cuda", dtype=torch.int64)
+    for c in range(2**32 // _CHUNK):
+        cuda.upload_at(base, 0, np.array([c * _CHUNK], np.uint32))
+        pipe.dispatch_resident([base, out])
+        cuda.synchronize()
+        bits = index + c * _CHUNK
+        x = torch.where(bits >= 2**31, bits - 2**32, bits).to(torch.int32).view(torch.float32)
+        oracle_f64 = fn.torch or (lambda tc, v: getattr(tc, op_id.rsplit(".", 1)[1])(v))
+        want = oracle_f64(torch, x.double()).float()
+        err = _ulp_torch(got_t, want)
+        m = float(err.max())
+        if m > worst:
+            k = int(err.argmax())
+            worst, worst_at, worst_got, worst_want = m, c * _CHUNK + k, float(got_t[k]), float(want[k])
+    x_worst = np.array([worst_at], np.uint32).view(np.float32)[0]
+    return {"max_ulp": int(worst) if worst < 2**40 else "wrong special value", "at": f"{x_worst!r} ({worst_at:#010x})",
+            "got": repr(worst_got), "true": repr(worst_want), "domain": fn.domain,
+            "method": f"all 4,294,967,296 f32 inputs on {cuda.device.name}; oracle torch f64 on the GPU rounded to f32",
+            "seconds": round(time.perf_counter() - t0, 1)}
+
+
+_BACKEND: list[Any] = []
+
+
+def _gpu_backend(cls: Any) -> Any:
+    if not _BACKEND:
+        _BACKEND.append(cls())
+    return _BACKEND[0]
+
+
+def _ulp_torch(got: Any, want: Any) -> Any:
+    import torch
+
+    def ordered(v: Any) -> Any:
+        i = v.view(torch.int32).to(torch.int64)
+        return torch.where(i < 0, -(i & 0x7FFFFFFF), i)
+
+    g_nan, w_nan = torch.isnan(got), torch.isnan(want)
+    diff = (ordered(got) - ordered(want)).abs().double()
+    diff = torch.where(g_nan & w_nan, torch.zeros_like(diff), diff)
+    return torch.where(g_nan != w_nan, torch.full_like(diff, 2.0**50), diff)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--ops", default="primitive.float.*")
     ap.add_argument("--samples", type=int, default=1 << 20)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--update", action="store_true", help="write docs/accuracy.json and docs/accuracy.md")
+    ap.add_argument("--gpu", action="store_true", help="f32 unary functions: every input, on the CUDA backend "
+                    "(needs torch for the oracle); f64 and two-operand functions: sampled as without --gpu")
     args = ap.parse_args()
     registry = load()  # the standard ops and VYRE_DECL_OPS_PATH
     rng = np.random.default_rng(args.seed)
     results = json.loads(JSON_PATH.read_text()) if JSON_PATH.exists() else {}
     mismatched = []
-    functions = _functions()
     for op in registry:
         op_id = op.id
-        fn = functions.get(op_id.rsplit(".", 1)[1])
+        fn = function_for(op_id)
         if fn is None or not fnmatch.fnmatchcase(op_id, args.ops):
             continue
         for t in (DataType.F32, DataType.F64):
-            r = measure(registry, op_id, fn, t, args.samples, rng)
+            if args.gpu and t is DataType.F32 and fn.arity == 1:
+                r = measure_gpu_f32(op_id, fn)
+            else:
+                r = measure(registry, op_id, fn, t, args.samples, rng)
             results.setdefault(op_id, {})[t.value] = r
             declared = op.accuracy(t)
             measured = r["max_ulp"]

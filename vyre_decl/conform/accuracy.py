@@ -1,0 +1,141 @@
+"""Accuracy against the true function: the functions whose meaning is known, a correctly rounded
+oracle, and the error in ULP.
+
+Used by ``scripts/accuracy.py`` (which measures every float function and writes docs/accuracy.md)
+and by ``python -m vyre_decl.conform --accuracy`` (which samples each float op on the backend under
+test). The true values come from mpmath at 200 bits, rounded to the result type without passing
+through another format; mpmath is a test dependency and is imported only here, on first use.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Callable
+
+import numpy as np
+
+from ..ir.types import DataType
+
+__all__ = ["Function", "functions", "function_for", "oracle", "ulp_error", "round_to", "same"]
+
+
+@dataclass(frozen=True)
+class Function:
+    mp: Callable[..., Any]  # mpmath function
+    np64: Callable[..., np.ndarray]  # numpy f64 function (the f32 oracle before rounding)
+    domain: str  # what the table says about where the inputs come from
+    lo: float = -math.inf  # f64 sampling interval (random bit patterns within it)
+    hi: float = math.inf
+    arity: int = 1
+    torch: Callable[[Any, Any], Any] | None = None  # (torch, x) -> the f64 oracle on a GPU (None: torch.<name>)
+
+
+def _mp() -> Any:
+    import mpmath
+
+    mpmath.mp.prec = 200
+    return mpmath
+
+
+def functions() -> dict[str, Function]:
+    """The functions measured, by op name (the last part of the op id)."""
+    mp = _mp()
+    inf = math.inf
+    return {
+        "exp": Function(mp.exp, np.exp, "all finite inputs", -745.2, 709.8),
+        "exp2": Function(lambda x: mp.power(2, x), np.exp2, "all finite inputs", -1075.0, 1024.0),
+        "expm1": Function(mp.expm1, np.expm1, "all finite inputs", -40.0, 709.8),
+        "log": Function(mp.log, np.log, "x > 0", 0.0, inf),
+        "log2": Function(lambda x: mp.log(x, 2), np.log2, "x > 0", 0.0, inf),
+        "log10": Function(mp.log10, np.log10, "x > 0", 0.0, inf),
+        "log1p": Function(mp.log1p, np.log1p, "x > -1", -1.0, inf),
+        "sin": Function(mp.sin, np.sin, "all finite inputs"),
+        "cos": Function(mp.cos, np.cos, "all finite inputs"),
+        "tan": Function(mp.tan, np.tan, "all finite inputs"),
+        "asin": Function(mp.asin, np.arcsin, "-1 <= x <= 1", -1.0, 1.0),
+        "acos": Function(mp.acos, np.arccos, "-1 <= x <= 1", -1.0, 1.0),
+        "atan": Function(mp.atan, np.arctan, "all finite inputs"),
+        "sinh": Function(mp.sinh, np.sinh, "all finite inputs", -711.0, 711.0),
+        "cosh": Function(mp.cosh, np.cosh, "all finite inputs", -711.0, 711.0),
+        "tanh": Function(mp.tanh, np.tanh, "all finite inputs"),
+        "asinh": Function(mp.asinh, np.arcsinh, "all finite inputs"),
+        "acosh": Function(mp.acosh, np.arccosh, "x >= 1", 1.0, inf),
+        "atanh": Function(mp.atanh, np.arctanh, "-1 < x < 1", -1.0, 1.0),
+        "erf": Function(mp.erf, lambda x: np.vectorize(math.erf)(x), "all finite inputs"),
+        "cbrt": Function(mp.cbrt, np.cbrt, "all finite inputs", torch=lambda tc, x: tc.sign(x) * tc.abs(x).pow(1 / 3)),
+        "rsqrt": Function(lambda x: 1 / mp.sqrt(x), lambda x: 1 / np.sqrt(x), "x >= 0", 0.0, torch=lambda tc, x: tc.rsqrt(x)),
+        "rcp": Function(lambda x: 1 / x, lambda x: 1 / x, "all finite inputs", torch=lambda tc, x: tc.reciprocal(x)),
+        "hypot": Function(mp.hypot, np.hypot, "all finite pairs", arity=2),
+        "atan2": Function(mp.atan2, np.arctan2, "all finite pairs", arity=2),
+        "pow": Function(mp.power, np.power, "x > 0 and all y, with results in range; x < 0 with integer y", arity=2),
+    }
+
+
+def function_for(op_id: str) -> Function | None:
+    """The function an op computes, by its name (the last part of its id), or None."""
+    return functions().get(op_id.rsplit(".", 1)[1])
+
+
+def ulp_error(t: DataType, got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """Distance in representable values between got and want (0 where both are NaN; a huge
+    number where only one is NaN or they differ in infinity)."""
+    width = 32 if t is DataType.F32 else 64
+    sint = np.int32 if width == 32 else np.int64
+
+    def ordered(x: np.ndarray) -> np.ndarray:
+        i = np.ascontiguousarray(x).view(sint).astype(np.float64 if width == 64 else np.int64)
+        if width == 64:  # exact enough: distances that matter are small
+            bits = np.ascontiguousarray(x).view(np.int64)
+            return np.where(bits < 0, -(bits & 0x7FFFFFFFFFFFFFFF), bits).astype(object)
+        return np.where(i < 0, -(i & 0x7FFFFFFF), i)
+
+    g_nan, w_nan = np.isnan(got), np.isnan(want)
+    diff = np.abs(np.asarray(ordered(got) - ordered(want), dtype=np.float64))
+    diff = np.where(g_nan & w_nan, 0, diff)
+    return np.where(g_nan != w_nan, np.inf, diff)
+
+
+def round_to(t: DataType, value: Any) -> float:
+    """An mpmath value correctly rounded to t, subnormals included (never through another format)."""
+    mp = _mp()
+    if mp.isnan(value) or mp.isinf(value) or value == 0:
+        return float(value)
+    digits, emin, emax = (24, -126, 128) if t is DataType.F32 else (53, -1022, 1024)
+    sign = -1.0 if value < 0 else 1.0
+    if abs(value) >= mp.mpf(2) ** emax:
+        return sign * math.inf
+    if abs(value) < mp.mpf(2) ** (emin - digits):
+        return sign * 0.0
+    man, exp = mp.mpf(abs(value)).man_exp
+    v = Fraction(int(man)) * (Fraction(2) ** int(exp))
+    e = max(v.numerator.bit_length() - v.denominator.bit_length(), emin)
+    if Fraction(2) ** e > v:
+        e = max(e - 1, emin)
+    q = v / Fraction(2) ** (e - digits + 1)
+    k = q.numerator // q.denominator
+    rest = q - k
+    k += int(rest > Fraction(1, 2) or (rest == Fraction(1, 2) and k % 2 == 1))
+    out = Fraction(k) * Fraction(2) ** (e - digits + 1)
+    return sign * (math.inf if out >= Fraction(2) ** emax else float(out))
+
+
+def oracle(fn: Function, t: DataType, args: tuple[float, ...]) -> float:
+    """The correctly rounded true value; IEEE's special values (numpy's) where mpmath has none."""
+    mp = _mp()
+    try:
+        r = fn.mp(*(mp.mpf(a) for a in args))
+        if mp.im(r) == 0:
+            return round_to(t, mp.re(r))
+    except (ValueError, ZeroDivisionError, OverflowError):
+        pass
+    with np.errstate(all="ignore"):
+        return float(np.asarray(fn.np64(*(np.float64(a) for a in args))).astype(t.numpy_dtype))
+
+
+def same(a: float, b: float) -> bool:
+    """Equal, or both NaN."""
+    return a == b or (math.isnan(a) and math.isnan(b))
+
+
