@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from vyre_decl.conform.accuracy import Function, function_for, oracle, same, ulp_error  # noqa: E402
-from vyre_decl.conform.values import from_bits  # noqa: E402
+from vyre_decl.conform.accuracy import measure as sampled  # noqa: E402
 from vyre_decl.ir.types import DataType  # noqa: E402
 from vyre_decl.reference.interpreter import op_function  # noqa: E402
 from vyre_decl.registry import load  # noqa: E402
@@ -54,59 +54,29 @@ def f32_inputs(stride: int) -> np.ndarray:
     return bits.view(np.float32)
 
 
-def f64_inputs(fn: Function, n: int, rng: np.random.Generator) -> np.ndarray:
-    raw = rng.integers(0, 2**64, n, dtype=np.uint64).view(np.float64)
-    raw = raw[np.isfinite(raw) & (raw >= fn.lo) & (raw <= fn.hi)]
-    special = np.array([0.0, -0.0, 1.0, -1.0, 0.5, 2.0, 1e-300, 5e-324, 1e300, math.pi, -math.pi,
-                        fn.lo if math.isfinite(fn.lo) else -1e308, fn.hi if math.isfinite(fn.hi) else 1e308])
-    near_one = 1.0 + rng.standard_normal(n // 4) * 1e-3
-    moderate = rng.standard_normal(n // 4) * 4.0
-    x = np.concatenate([raw, special, near_one, moderate])
-    return x[(x >= fn.lo) & (x <= fn.hi)]
-
-
-def _inputs(fn: Function, t: DataType, samples: int, rng: np.random.Generator) -> tuple[list[np.ndarray], str]:
-    if t is DataType.F32 and fn.arity == 1:
-        stride = max(1, 2**32 // samples)
-        x = f32_inputs(stride)
-        return [x], f"{len(x):,} inputs: every {stride}-th f32 bit pattern and the regions around 0, 1 and the extremes"
-    if fn.arity == 1:
-        x = f64_inputs(fn, samples, rng)
-        return [x], f"{len(x):,} inputs: random bit patterns of the domain, values near 1 and of moderate size, boundaries"
-    n = max(1, samples // (4 if t is DataType.F64 else 1))
-    cols = []
-    for _ in range(fn.arity):
-        bits = rng.integers(0, 2**t.bits, n, dtype=np.uint64)
-        values = from_bits(t, bits)
-        values = np.where(np.isfinite(values), values, 1.0).astype(t.numpy_dtype)
-        moderate = (rng.standard_normal(n // 2) * 8.0).astype(t.numpy_dtype)
-        cols.append(np.concatenate([values, moderate]))
-    return cols, f"{len(cols[0]):,} pairs: random bit patterns and values of moderate size"
-
-
 def measure(registry: Any, op_id: str, fn: Function, t: DataType, samples: int, rng: np.random.Generator) -> dict:
     op = registry.get(op_id)
     binding = next(b for b in op.bindings() if op.output_type(b) is t)
     evaluate = op_function(registry, op, binding)
     t0 = time.perf_counter()
-    cols, method = _inputs(fn, t, samples, rng)
+    if not (t is DataType.F32 and fn.arity == 1):
+        r = sampled(evaluate, fn, t, samples, rng)
+        r.pop("samples")
+        return {**r, "domain": fn.domain, "seconds": round(time.perf_counter() - t0, 1)}
+    stride = max(1, 2**32 // samples)
+    x = f32_inputs(stride)
+    method = f"{len(x):,} inputs: every {stride}-th f32 bit pattern and the regions around 0, 1 and the extremes"
     with np.errstate(all="ignore"):
-        got = np.asarray(evaluate(cols), t.numpy_dtype)
-    if t is DataType.F32 and fn.arity == 1:
-        with np.errstate(all="ignore"):
-            want = np.asarray(fn.np64(*(c.astype(np.float64) for c in cols))).astype(np.float32)
-        pick = rng.integers(0, len(got), 2000)
-        differ = sum(int(not same(oracle(fn, t, tuple(float(c[i]) for c in cols)), float(want[i]))) for i in pick)
-        method += f"; oracle numpy f64 rounded to f32, which differs from mpmath on {differ} of {len(pick)} checked"
-    else:
-        want = np.array([oracle(fn, t, tuple(float(c[i]) for c in cols)) for i in range(len(got))], t.numpy_dtype)
-        method += "; oracle mpmath at 200 bits"
+        got = np.asarray(evaluate([x]), np.float32)
+        want = np.asarray(fn.np64(x.astype(np.float64))).astype(np.float32)
+    pick = rng.integers(0, len(got), 2000)
+    differ = sum(int(not same(oracle(fn, t, (float(x[i]),)), float(want[i]))) for i in pick)
+    method += f"; oracle numpy f64 rounded to f32, which differs from mpmath on {differ} of {len(pick)} checked"
     err = ulp_error(t, got, want)
     worst = int(np.argmax(err))
     max_ulp = float(err[worst])
-    at = ", ".join(f"{c[worst]!r}" for c in cols)
-    return {"max_ulp": int(max_ulp) if math.isfinite(max_ulp) else "wrong special value", "at": at,
-            "got": repr(got[worst]), "true": repr(want[worst]), "domain": fn.domain, "method": method,
+    return {"max_ulp": int(max_ulp) if math.isfinite(max_ulp) else "wrong special value", "at": repr(float(x[worst])),
+            "got": repr(float(got[worst])), "true": repr(float(want[worst])), "domain": fn.domain, "method": method,
             "seconds": round(time.perf_counter() - t0, 1)}
 
 

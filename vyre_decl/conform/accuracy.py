@@ -12,13 +12,19 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from ..ir.types import DataType
+from .values import from_bits
 
-__all__ = ["Function", "functions", "function_for", "oracle", "ulp_error", "round_to", "same"]
+if TYPE_CHECKING:
+    from .isolation import Runner
+    from .runner import Unit, UnitResult
+
+__all__ = ["Function", "functions", "function_for", "oracle", "ulp_error", "round_to", "same", "sample_inputs",
+           "measure", "measure_accuracy"]
 
 
 @dataclass(frozen=True)
@@ -139,3 +145,78 @@ def same(a: float, b: float) -> bool:
     return a == b or (math.isnan(a) and math.isnan(b))
 
 
+
+
+def sample_inputs(fn: Function, t: DataType, n: int, rng: np.random.Generator) -> tuple[list[np.ndarray], str]:
+    """About n inputs of type t for fn: random bit patterns of its domain, values near 1 and of
+    moderate size, and the boundaries; and a sentence saying so."""
+    lo, hi = fn.lo, fn.hi
+    cols = []
+    for _ in range(fn.arity):
+        with np.errstate(invalid="ignore"):  # signalling NaN patterns
+            raw = from_bits(t, rng.integers(0, 2**t.bits, 2 * n, dtype=np.uint64)).astype(np.float64)
+        raw = raw[np.isfinite(raw) & (raw >= lo) & (raw <= hi)][: n // 2]
+        finite_max = float(np.finfo(t.numpy_dtype).max)
+        special = np.array([0.0, -0.0, 1.0, -1.0, 0.5, 2.0, math.pi, -math.pi, float(np.finfo(t.numpy_dtype).tiny),
+                            max(lo, -finite_max), min(hi, finite_max)])
+        near_one = 1.0 + rng.standard_normal(n // 4) * 1e-3
+        moderate = rng.standard_normal(n // 4) * 4.0
+        x = np.concatenate([raw, special, near_one, moderate])
+        cols.append(x[(x >= lo) & (x <= hi)].astype(t.numpy_dtype))
+    size = min(len(c) for c in cols)
+    cols = [rng.permutation(c)[:size] if fn.arity > 1 else c for c in cols]
+    what = "inputs" if fn.arity == 1 else "pairs"
+    return cols, f"{size:,} {what}: random bit patterns of the domain, values near 1 and of moderate size, boundaries"
+
+
+def measure(evaluate: Callable[[list[np.ndarray]], np.ndarray], fn: Function, t: DataType, n: int,
+            rng: np.random.Generator) -> dict[str, Any]:
+    """The largest error in ULP of ``evaluate`` (inputs -> results of type t) against mpmath on
+    sample_inputs: {"max_ulp", "at", "got", "true", "samples", "method"}."""
+    cols, method = sample_inputs(fn, t, n, rng)
+    with np.errstate(all="ignore"):
+        got = np.asarray(evaluate(cols), t.numpy_dtype)
+    want = np.array([oracle(fn, t, tuple(float(c[i]) for c in cols)) for i in range(len(got))], t.numpy_dtype)
+    err = ulp_error(t, got, want)
+    worst = int(np.argmax(err))
+    max_ulp = float(err[worst])
+    return {"max_ulp": int(max_ulp) if math.isfinite(max_ulp) else "wrong special value",
+            "at": ", ".join(repr(float(c[worst])) for c in cols), "got": repr(float(got[worst])),
+            "true": repr(float(want[worst])), "samples": len(got), "method": method + "; oracle mpmath at 200 bits"}
+
+
+def measure_accuracy(runner: Runner, units: Sequence[Unit], results: Mapping[str, UnitResult], samples: int,
+                     seed: int, progress: Callable[[str], None]) -> None:
+    """For each op unit computing a known float function: its error against mpmath on ``samples``
+    inputs, run on the backend under test, recorded in the unit's result (a failure when it
+    exceeds the op's declared budget)."""
+    import hashlib
+
+    from .isolation import CaseError
+    from .oneop import one_op_program
+    from .runner import Failure
+
+    for unit in units:
+        op, binding = unit.op, unit.binding
+        if unit.kind != "op" or op is None or binding is None:
+            continue
+        fn, t = function_for(op.id), op.output_type(binding)
+        if fn is None or not t.is_float or len(op.input_types(binding)) != fn.arity:
+            continue
+        program = one_op_program(op, binding)
+        digest = hashlib.sha256(f"{seed}|accuracy|{unit.key}".encode()).digest()
+        rng = np.random.default_rng(int.from_bytes(digest[:8], "little"))
+        result = results[unit.key]
+        try:
+            r = measure(lambda cols: runner.run(program, cols, None)[0], fn, t, samples, rng)
+        except CaseError as err:
+            result.failures.append(Failure("accuracy", f"the backend failed on the accuracy sample: {err}"))
+            continue
+        r["budget"] = op.accuracy(t)
+        result.accuracy = r
+        over = not isinstance(r["max_ulp"], int) or r["max_ulp"] > r["budget"]
+        if over:
+            result.failures.append(Failure("accuracy", f"{r['max_ulp']} ULP from the true value at {r['at']} "
+                                           f"(gives {r['got']}, true {r['true']}); the op declares {r['budget']}"))
+        progress(f"accuracy {unit.key}: max {r['max_ulp']} ULP (budget {r['budget']}) over {r['samples']:,} "
+                 f"inputs ... {'FAIL' if over else 'ok'}")

@@ -33,6 +33,7 @@ def corpus_fingerprint(corpus: Iterable[CorpusProgram]) -> str:
 
 
 def _entry(r: UnitResult) -> dict[str, Any]:
+    accuracy = {"accuracy": r.accuracy} if r.accuracy is not None else {}
     return {
         "cases": r.cases,
         "passed": r.passed,
@@ -42,6 +43,7 @@ def _entry(r: UnitResult) -> dict[str, Any]:
         "kats": r.kats,
         "verdict": r.verdict,
         "failures": [f.as_dict() for f in r.failures],
+        **accuracy,
     }
 
 

@@ -2,7 +2,7 @@
 
     python -m vyre_decl.conform [--backend auto|cuda|reference|NAME] [--ops GLOB ...] [--dialect NAME ...]
                                 [--programs DIR] [--seed N] [--cases N] [--shard I/N] [--out cert.json]
-                                [--capsules DIR] [--json] [--quiet]
+                                [--capsules DIR] [--accuracy [N]] [--json] [--quiet]
     python -m vyre_decl.conform merge OUT SHARD.json ...
     python -m vyre_decl.conform replay CAPSULE.json [--backend NAME]
 
@@ -81,6 +81,11 @@ def _table(cert: dict[str, Any]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(6)]
     for r in rows:
         lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
+    measured = [(k, e["accuracy"]) for k, e in cert["ops"].items() if "accuracy" in e]
+    if measured:
+        lines += ["", f"accuracy against mpmath ({cert.get('accuracy_samples')} sampled inputs per op x type): "
+                  "max ULP / declared"]
+        lines += [f"  {k:40s} {a['max_ulp']:>4} / {a['budget']:<4} at {a['at']}" for k, a in measured]
     failures = [(k, f) for k, e in cert["ops"].items() for f in e["failures"]]
     failures += [(f"{k}@{size}", f) for k, p in progs.items() for size, r in p["runs"].items() for f in r["failures"]]
     if failures:
@@ -113,6 +118,9 @@ def _run(argv: Sequence[str]) -> int:
     ap.add_argument("--shard", default="0/1", metavar="I/N", help="run the I-th of N shards (0-based)")
     ap.add_argument("--out", default="vyre-certificate.json", help="certificate path (default vyre-certificate.json)")
     ap.add_argument("--capsules", help="directory for replay capsules (default: next to the certificate)")
+    ap.add_argument("--accuracy", nargs="?", type=int, const=2000, default=0, metavar="N",
+                    help="also measure each float function's error in ULP against mpmath on N sampled inputs "
+                    "(default 2000) per op x type, failing where it exceeds the op's declared budget")
     ap.add_argument("--json", action="store_true", help="print the certificate on stdout instead of the table")
     ap.add_argument("--quiet", action="store_true", help="no progress on stderr")
     args = ap.parse_args(argv)
@@ -124,12 +132,20 @@ def _run(argv: Sequence[str]) -> int:
         return _err(f"bad --shard {args.shard!r}. Fix: write I/N with 0 <= I < N, e.g. 0/4")
     if args.cases < 0:
         return _err("--cases must be >= 0")
+    if args.accuracy < 0:
+        return _err("--accuracy must be >= 0")
+    if args.accuracy:
+        try:
+            import mpmath  # noqa: F401 - a test dependency, needed only here
+        except ImportError:
+            return _err("--accuracy needs mpmath. Fix: pip install mpmath (a test dependency)")
 
     from .. import __version__
     from ..registry import default_registry
     from .certificate import build, corpus_fingerprint
     from .corpus import corpus_dir, load_corpus
     from .isolation import CaseError, make_runner
+    from .accuracy import measure_accuracy
     from .runner import Conformance, run_units, select_units
 
     registry = default_registry()
@@ -168,6 +184,8 @@ def _run(argv: Sequence[str]) -> int:
         progress(f"certifying {name} ({runner.info.get('device')}): {len(mine)} of {len(units)} units "
                  f"(shard {index}/{count}), seed {args.seed}")
         results = run_units(conf, mine, len(mine), progress)
+        if args.accuracy:
+            measure_accuracy(runner, mine, results, args.accuracy, args.seed, progress)
     finally:
         runner.close()
     header = {
@@ -177,6 +195,7 @@ def _run(argv: Sequence[str]) -> int:
         "corpus_fingerprint": corpus_fingerprint(corpus) if with_programs else None,
         "seed": args.seed,
         "cases_per_op": args.cases,
+        "accuracy_samples": args.accuracy,
         "selection": {"ops": sorted(args.ops), "dialects": sorted(args.dialect), "programs": with_programs},
         "units_total": len(units),
         "shard": f"{index}/{count}",

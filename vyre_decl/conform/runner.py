@@ -82,6 +82,7 @@ class UnitResult:
     laws_failed: int = 0
     kats: int = 0
     failures: list[Failure] = field(default_factory=list)
+    accuracy: dict[str, Any] | None = None  # --accuracy: error against the true function on a sample
 
     @property
     def failed(self) -> int:
