@@ -39,7 +39,7 @@ class Function:
 
 
 def _mp() -> Any:
-    import mpmath
+    import mpmath  # type: ignore[import-untyped]
 
     mpmath.mp.prec = 200
     return mpmath
@@ -85,21 +85,22 @@ def function_for(op_id: str) -> Function | None:
 
 
 def ulp_error(t: DataType, got: np.ndarray, want: np.ndarray) -> np.ndarray:
-    """Distance in representable values between got and want (0 where both are NaN; a huge
-    number where only one is NaN or they differ in infinity)."""
-    width = 32 if t is DataType.F32 else 64
-    sint = np.int32 if width == 32 else np.int64
+    """Distance in representable values between got and want, as floats (0 where both are NaN;
+    infinite where only one is)."""
+    sint = np.int32 if t is DataType.F32 else np.int64
+    mask = (1 << (t.bits - 1)) - 1
 
     def ordered(x: np.ndarray) -> np.ndarray:
-        i = np.ascontiguousarray(x).view(sint).astype(np.float64 if width == 64 else np.int64)
-        if width == 64:  # exact enough: distances that matter are small
-            bits = np.ascontiguousarray(x).view(np.int64)
-            return np.where(bits < 0, -(bits & 0x7FFFFFFFFFFFFFFF), bits).astype(object)
-        return np.where(i < 0, -(i & 0x7FFFFFFF), i)
+        bits = np.ascontiguousarray(x, dtype=t.numpy_dtype).view(sint).astype(np.int64)
+        return np.where(bits < 0, -(bits & mask), bits)
 
+    a, b = ordered(got), ordered(want)
+    same_side = (a >= 0) == (b >= 0)
+    near = np.abs(np.where(same_side, a - b, 0)).astype(np.float64)  # cannot overflow
+    far = np.abs(a.astype(np.float64)) + np.abs(b.astype(np.float64))  # opposite signs: only large distances
+    diff = np.where(same_side, near, far)
     g_nan, w_nan = np.isnan(got), np.isnan(want)
-    diff = np.abs(np.asarray(ordered(got) - ordered(want), dtype=np.float64))
-    diff = np.where(g_nan & w_nan, 0, diff)
+    diff = np.where(g_nan & w_nan, 0.0, diff)
     return np.where(g_nan != w_nan, np.inf, diff)
 
 

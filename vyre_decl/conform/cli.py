@@ -136,7 +136,7 @@ def _run(argv: Sequence[str]) -> int:
         return _err("--accuracy must be >= 0")
     if args.accuracy:
         try:
-            import mpmath  # noqa: F401 - a test dependency, needed only here
+            import mpmath  # type: ignore[import-untyped]  # noqa: F401 - a test dependency, needed only here
         except ImportError:
             return _err("--accuracy needs mpmath. Fix: pip install mpmath (a test dependency)")
 
