@@ -77,7 +77,7 @@ def _variables(term: Term) -> set[str]:
     return set().union(*(_variables(t) for t in term[1:]))
 
 
-def _columns(samples: list[int], arity: int, limit: int, seed: int) -> list[list[int]]:
+def _columns(samples: list[int], arity: int, limit: int, seed: int) -> list[np.ndarray]:
     """Every ``arity``-tuple of ``samples`` (as columns) or, past ``limit`` tuples, a seeded random
     choice of ``limit`` of them."""
     n = len(samples)
@@ -85,8 +85,8 @@ def _columns(samples: list[int], arity: int, limit: int, seed: int) -> list[list
         idx = np.indices((n,) * arity).reshape(arity, -1)
     else:
         idx = np.random.default_rng(seed).integers(0, n, (arity, limit))
-    pool = np.array(samples, dtype=object)
-    return [pool[row].tolist() for row in idx]
+    pool = np.array(samples, dtype=np.uint64)  # bit patterns
+    return [pool[row] for row in idx]
 
 
 def check_law(op: OpDef, binding: Binding, law: LawDef, evaluate: Evaluate, samples: list[int],
@@ -100,7 +100,7 @@ def check_law(op: OpDef, binding: Binding, law: LawDef, evaluate: Evaluate, samp
     t: DataType = op.input_types(binding)[0]
     out_t = op.output_type(binding)
     cols = _columns(samples, len(names), limit, len(names))
-    env: dict[str, np.ndarray] = {name: from_bits(t, list(c)) for name, c in zip(names, cols)}
+    env: dict[str, np.ndarray] = {name: from_bits(t, c) for name, c in zip(names, cols)}
     n = len(cols[0])
     if law.element is not None:
         et = out_t if kind.element == "result" else t
