@@ -35,7 +35,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from vyre_decl.conform.accuracy import Function, function_for, oracle, same, ulp_error  # noqa: E402
+from vyre_decl.conform.accuracy import (Function, function_for, kat_inputs, near_f32_midpoint, oracle, same,  # noqa: E402
+                                        ulp_error)
 from vyre_decl.conform.accuracy import measure as sampled  # noqa: E402
 from vyre_decl.ir.types import DataType  # noqa: E402
 from vyre_decl.reference.interpreter import op_function  # noqa: E402
@@ -60,18 +61,24 @@ def measure(registry: Any, op_id: str, fn: Function, t: DataType, samples: int, 
     evaluate = op_function(registry, op, binding)
     t0 = time.perf_counter()
     if not (t is DataType.F32 and fn.arity == 1):
-        r = sampled(evaluate, fn, t, samples, rng)
+        r = sampled(evaluate, fn, t, samples, rng, kat_inputs(op, t))
         r.pop("samples")
         return {**r, "domain": fn.domain, "seconds": round(time.perf_counter() - t0, 1)}
     stride = max(1, 2**32 // samples)
-    x = f32_inputs(stride)
+    x = np.concatenate([f32_inputs(stride)] + kat_inputs(op, t))
     method = f"{len(x):,} inputs: every {stride}-th f32 bit pattern and the regions around 0, 1 and the extremes"
     with np.errstate(all="ignore"):
         got = np.asarray(evaluate([x]), np.float32)
-        want = np.asarray(fn.np64(x.astype(np.float64))).astype(np.float32)
+        wide = np.asarray(fn.np64(x.astype(np.float64)))
+    want = wide.astype(np.float32)
     pick = rng.integers(0, len(got), 2000)
     differ = sum(int(not same(oracle(fn, t, (float(x[i]),)), float(want[i]))) for i in pick)
-    method += f"; oracle numpy f64 rounded to f32, which differs from mpmath on {differ} of {len(pick)} checked"
+    exact = np.flatnonzero(near_f32_midpoint(wide))
+    exact = np.union1d(exact, np.arange(len(x) - len(kat_inputs(op, t)[0]), len(x)))
+    for i in exact:
+        want[i] = oracle(fn, t, (float(x[i]),))
+    method += (f"; oracle numpy f64 rounded to f32 (it differs from mpmath on {differ} of {len(pick)} checked), "
+               f"mpmath for the {len(exact):,} inputs whose result is near a rounding midpoint or known to be hard")
     err = ulp_error(t, got, want)
     worst = int(np.argmax(err))
     max_ulp = float(err[worst])
@@ -96,9 +103,10 @@ def write_markdown(results: dict) -> None:
 _CHUNK = 1 << 28
 
 
-def measure_gpu_f32(op_id: str, fn: Function) -> dict:
+def measure_gpu_f32(registry: Any, op_id: str, fn: Function) -> dict:
     """Every f32 input on the CUDA backend, against torch's f64 evaluation rounded to f32, all on the
-    GPU: 16 launches of 2^28 invocations, each computing op(bits(base + i))."""
+    GPU: 16 launches of 2^28 invocations, each computing op(bits(base + i)). Results whose f64 value
+    lies near a rounding midpoint, and the known answers' inputs, are checked against mpmath."""
     import torch
 
     from vyre_decl.backends.cuda import CudaBackend
@@ -115,26 +123,57 @@ def measure_gpu_f32(op_id: str, fn: Function) -> dict:
     pipe = cuda.compile(program)
     base, out = cuda.upload(np.zeros(1, np.uint32)), cuda.allocate("f32", _CHUNK)
     got_t = torch.as_tensor(out, device="cuda")
-    worst, worst_at, worst_got, worst_want = -1.0, 0, 0.0, 0.0
+    worst, worst_x, worst_got, worst_want = -1.0, 0.0, 0.0, 0.0
     index = torch.arange(_CHUNK, device="cuda", dtype=torch.int64)
+    oracle_f64 = fn.torch or (lambda tc, v: getattr(tc, op_id.rsplit(".", 1)[1])(v))
+    hard_x: list[np.ndarray] = []
+    hard_got: list[np.ndarray] = []
     for c in range(2**32 // _CHUNK):
         cuda.upload_at(base, 0, np.array([c * _CHUNK], np.uint32))
         pipe.dispatch_resident([base, out])
         cuda.synchronize()
         bits = index + c * _CHUNK
         x = torch.where(bits >= 2**31, bits - 2**32, bits).to(torch.int32).view(torch.float32)
-        oracle_f64 = fn.torch or (lambda tc, v: getattr(tc, op_id.rsplit(".", 1)[1])(v))
-        want = oracle_f64(torch, x.double()).float()
+        wide = oracle_f64(torch, x.double())
+        want = wide.float()
         err = _ulp_torch(got_t, want)
         m = float(err.max())
         if m > worst:
             k = int(err.argmax())
-            worst, worst_at, worst_got, worst_want = m, c * _CHUNK + k, float(got_t[k]), float(want[k])
-    x_worst = np.array([worst_at], np.uint32).view(np.float32)[0]
-    return {"max_ulp": int(worst) if worst < 2**40 else "wrong special value", "at": f"{x_worst!r} ({worst_at:#010x})",
+            worst, worst_x, worst_got, worst_want = m, float(x[k]), float(got_t[k]), float(want[k])
+        near = _near_midpoint_torch(wide).nonzero().flatten()
+        hard_x.append(x[near].cpu().numpy())
+        hard_got.append(got_t[near].cpu().numpy())
+    op = registry.get(op_id)
+    kat_x = kat_inputs(op, DataType.F32)[0]
+    binding = next(b for b in op.bindings() if op.output_type(b) is DataType.F32)
+    with np.errstate(all="ignore"):
+        kat_got = np.asarray(op_function(registry, op, binding)([kat_x]), np.float32)  # bit-identical to CUDA
+    xs, gots = np.concatenate(hard_x + [kat_x]), np.concatenate(hard_got + [kat_got])
+    exact = np.array([oracle(fn, DataType.F32, (float(v),)) for v in xs], np.float32)
+    err = ulp_error(DataType.F32, gots, exact)
+    if len(err) and float(err.max()) > worst:
+        k = int(err.argmax())
+        worst, worst_x, worst_got, worst_want = float(err[k]), float(xs[k]), float(gots[k]), float(exact[k])
+    return {"max_ulp": int(worst) if worst < 2**40 else "wrong special value", "at": repr(worst_x),
             "got": repr(worst_got), "true": repr(worst_want), "domain": fn.domain,
-            "method": f"all 4,294,967,296 f32 inputs on {cuda.device.name}; oracle torch f64 on the GPU rounded to f32",
+            "method": f"all 4,294,967,296 f32 inputs on {cuda.device.name}; oracle torch f64 on the GPU rounded to "
+                      f"f32, mpmath for the {len(xs):,} inputs whose result is near a rounding midpoint or known "
+                      "to be hard",
             "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def _near_midpoint_torch(wide: Any) -> Any:
+    """near_f32_midpoint on a GPU tensor of f64 values."""
+    import torch
+
+    bits = wide.view(torch.int64) & 0x7FFFFFFFFFFFFFFF
+    exponent = (bits >> 52) - 1023
+    shift = 29 + torch.clamp(-126 - exponent, 0, 34)
+    one = torch.ones_like(bits)
+    low = bits & ((one << shift) - 1)
+    half = one << (shift - 1)
+    return ((low - half).abs() <= 8) & torch.isfinite(wide)
 
 
 _BACKEND: list[Any] = []
@@ -179,7 +218,7 @@ def main() -> int:
             continue
         for t in (DataType.F32, DataType.F64):
             if args.gpu and t is DataType.F32 and fn.arity == 1:
-                r = measure_gpu_f32(op_id, fn)
+                r = measure_gpu_f32(registry, op_id, fn)
             else:
                 r = measure(registry, op_id, fn, t, args.samples, rng)
             results.setdefault(op_id, {})[t.value] = r

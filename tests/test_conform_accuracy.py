@@ -4,8 +4,10 @@ failing where it exceeds the op's declared budget."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from vyre_decl.conform.cli import main
@@ -54,3 +56,25 @@ def test_without_the_flag_nothing_is_measured(tmp_path):
 def test_a_negative_sample_count_is_a_usage_error(capsys):
     assert run_cli("--accuracy", "-1") == 2
     assert "--accuracy" in capsys.readouterr().err
+
+
+def test_midpoints_of_f32_rounding_are_found_in_f64_values():
+    from vyre_decl.conform.accuracy import near_f32_midpoint
+
+    tiny = 2.0**-149
+    w = np.array([1.0 + 2.0**-24, 1.0, 1.0 + 2.0**-24 + 2.0**-40, 1.0 + 2.0**-23, 1.5 * tiny, tiny, 2.5 * tiny,
+                  -(1.0 + 2.0**-24), np.nan, np.inf])
+    assert near_f32_midpoint(w).tolist() == [True, False, False, False, True, False, True, True, False, False]
+
+
+def test_the_oracle_keeps_signed_zeros_and_counts_ulps_across_zero():
+    from vyre_decl.conform.accuracy import function_for, oracle, ulp_error
+    from vyre_decl.ir.types import DataType
+
+    atan2 = function_for("primitive.float.atan2")
+    assert oracle(atan2, DataType.F64, (-0.0, -5.0)) == -math.pi  # mpmath has no -0; IEEE says -pi
+    assert oracle(function_for("primitive.float.exp"), DataType.F32, (1.0,)) == float(np.float32(math.e))
+    got = np.array([1.0, -5e-324, np.nan, np.inf])
+    want = np.array([np.nextafter(1.0, 2.0), 5e-324, np.nan, 1.0])
+    err = ulp_error(DataType.F64, got, want)
+    assert err[:3].tolist() == [1.0, 2.0, 0.0] and err[3] > 2**62  # inf is the value after the largest finite

@@ -21,10 +21,12 @@ from .values import from_bits
 
 if TYPE_CHECKING:
     from .isolation import Runner
+    from ..registry.model import OpDef
     from .runner import Unit, UnitResult
 
 __all__ = ["Function", "functions", "function_for", "oracle", "ulp_error", "round_to", "same", "sample_inputs",
-           "measure", "measure_accuracy"]
+           "measure", "measure_accuracy", "kat_inputs",
+           "near_f32_midpoint"]
 
 
 @dataclass(frozen=True)
@@ -129,14 +131,16 @@ def round_to(t: DataType, value: Any) -> float:
 
 
 def oracle(fn: Function, t: DataType, args: tuple[float, ...]) -> float:
-    """The correctly rounded true value; IEEE's special values (numpy's) where mpmath has none."""
-    mp = _mp()
-    try:
-        r = fn.mp(*(mp.mpf(a) for a in args))
-        if mp.im(r) == 0:
+    """The correctly rounded true value; IEEE's special values (numpy's) where mpmath has none:
+    for operands that are zeros (mpmath has no -0), infinities or NaNs, and at poles."""
+    if all(math.isfinite(a) and a != 0 for a in args):
+        mp = _mp()
+        try:
+            r = fn.mp(*(mp.mpf(a) for a in args))
+        except (ValueError, ZeroDivisionError, OverflowError):
+            r = None
+        if r is not None and mp.im(r) == 0:
             return round_to(t, mp.re(r))
-    except (ValueError, ZeroDivisionError, OverflowError):
-        pass
     with np.errstate(all="ignore"):
         return float(np.asarray(fn.np64(*(np.float64(a) for a in args))).astype(t.numpy_dtype))
 
@@ -148,9 +152,28 @@ def same(a: float, b: float) -> bool:
 
 
 
-def sample_inputs(fn: Function, t: DataType, n: int, rng: np.random.Generator) -> tuple[list[np.ndarray], str]:
+def near_f32_midpoint(w: np.ndarray, window: int = 8) -> np.ndarray:
+    """Where f64 values lie within ``window`` f64 ULPs of a point halfway between two f32 values:
+    there an f64 evaluation rounded to f32 may round the wrong way, so the oracle must be exact."""
+    bits = np.ascontiguousarray(w, dtype=np.float64).view(np.uint64) & np.uint64(0x7FFFFFFFFFFFFFFF)
+    exponent = (bits >> np.uint64(52)).astype(np.int64) - 1023
+    shift = (29 + np.clip(-126 - exponent, 0, 34)).astype(np.uint64)  # f64 bits below the f32 result's last
+    low = (bits & ((np.uint64(1) << shift) - np.uint64(1))).astype(np.int64)
+    half = (np.uint64(1) << (shift - np.uint64(1))).astype(np.int64)
+    return (np.abs(low - half) <= window) & np.isfinite(w)
+
+
+def kat_inputs(op: OpDef, t: DataType) -> list[np.ndarray]:
+    """The inputs of the op's known answers for result type t, as columns: they hold the hard
+    cases its authors found (results next to a rounding boundary)."""
+    rows = [case[:-1] for kat in op.kats if op.output_type(kat.binding) is t for case in kat.cases]
+    return [from_bits(t, [r[j] for r in rows]) for j in range(len(op.signature.inputs))]
+
+
+def sample_inputs(fn: Function, t: DataType, n: int, rng: np.random.Generator,
+                  extra: Sequence[np.ndarray] = ()) -> tuple[list[np.ndarray], str]:
     """About n inputs of type t for fn: random bit patterns of its domain, values near 1 and of
-    moderate size, and the boundaries; and a sentence saying so."""
+    moderate size, the boundaries and the ``extra`` columns; and a sentence saying so."""
     lo, hi = fn.lo, fn.hi
     cols = []
     for _ in range(fn.arity):
@@ -166,15 +189,18 @@ def sample_inputs(fn: Function, t: DataType, n: int, rng: np.random.Generator) -
         cols.append(x[(x >= lo) & (x <= hi)].astype(t.numpy_dtype))
     size = min(len(c) for c in cols)
     cols = [rng.permutation(c)[:size] if fn.arity > 1 else c for c in cols]
+    if extra and len(extra[0]):
+        cols = [np.concatenate([c, e.astype(t.numpy_dtype)]) for c, e in zip(cols, extra)]
     what = "inputs" if fn.arity == 1 else "pairs"
-    return cols, f"{size:,} {what}: random bit patterns of the domain, values near 1 and of moderate size, boundaries"
+    return cols, (f"{len(cols[0]):,} {what}: random bit patterns of the domain, values near 1 and of moderate size, "
+                  f"boundaries{', the known answers' if extra else ''}")
 
 
 def measure(evaluate: Callable[[list[np.ndarray]], np.ndarray], fn: Function, t: DataType, n: int,
-            rng: np.random.Generator) -> dict[str, Any]:
+            rng: np.random.Generator, extra: Sequence[np.ndarray] = ()) -> dict[str, Any]:
     """The largest error in ULP of ``evaluate`` (inputs -> results of type t) against mpmath on
     sample_inputs: {"max_ulp", "at", "got", "true", "samples", "method"}."""
-    cols, method = sample_inputs(fn, t, n, rng)
+    cols, method = sample_inputs(fn, t, n, rng, extra)
     with np.errstate(all="ignore"):
         got = np.asarray(evaluate(cols), t.numpy_dtype)
     want = np.array([oracle(fn, t, tuple(float(c[i]) for c in cols)) for i in range(len(got))], t.numpy_dtype)
@@ -209,7 +235,7 @@ def measure_accuracy(runner: Runner, units: Sequence[Unit], results: Mapping[str
         rng = np.random.default_rng(int.from_bytes(digest[:8], "little"))
         result = results[unit.key]
         try:
-            r = measure(lambda cols: runner.run(program, cols, None)[0], fn, t, samples, rng)
+            r = measure(lambda cols: runner.run(program, cols, None)[0], fn, t, samples, rng, kat_inputs(op, t))
         except CaseError as err:
             result.failures.append(Failure("accuracy", f"the backend failed on the accuracy sample: {err}"))
             continue
