@@ -210,6 +210,8 @@ def main() -> int:
         if fn is None or not fnmatch.fnmatchcase(op_id, args.ops):
             continue
         for t in (DataType(v) for v in args.types.split(",")):
+            if t not in {op.output_type(b) for b in op.bindings()}:
+                continue
             if args.gpu and t is DataType.F32 and fn.arity == 1:
                 r = measure_gpu_f32(registry, op_id, fn)
             else:

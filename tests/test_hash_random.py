@@ -262,3 +262,34 @@ def test_philox4x32_10_kat_vectors(backend):
     v = np.array([x for c, k, _ in vectors for x in c + k], np.uint32)
     (out,) = backend.dispatch(PHILOX, [v, np.zeros(12, np.uint32)])
     assert [int(x) for x in out] == [x for _, _, want in vectors for x in want]
+
+
+NORMAL = parse_program("""program normal workgroup(256, 1, 1) {
+  buffer o32: write f32[131072] @0
+  buffer o64: write f64[131072] @1
+  let i = gid.x
+  if i < 131072u32 {
+    o32[i] = random.normal_f32(i, 12345u64)
+    o64[i] = random.normal_f64(i, 12345u64)
+  }
+}""")
+
+
+def test_normal_draws_are_standard_normal_and_the_same_on_every_backend(backend):
+    import math
+
+    n = 1 << 17
+    o32, o64 = backend.dispatch(NORMAL, [])
+    for draws in (o32.astype(np.float64), o64):
+        assert abs(draws.mean()) < 0.01 and abs(draws.var() - 1.0) < 0.015
+        x = np.sort(draws)
+        cdf = 0.5 * (1.0 + np.vectorize(math.erf)(x / math.sqrt(2.0)))
+        ks = max(np.max(np.arange(1, n + 1) / n - cdf), np.max(cdf - np.arange(n) / n))
+        assert ks < 1.63 / math.sqrt(n)  # Kolmogorov-Smirnov at the 1 % level
+    assert abs(np.corrcoef(o32[:-1], o32[1:])[0, 1]) < 0.01  # neighbouring draws are independent
+    if backend.name != "reference":
+        import vyre_decl
+
+        ref32, ref64 = vyre_decl.acquire("reference").dispatch(NORMAL, [])
+        assert np.array_equal(o32.view(np.uint32), ref32.view(np.uint32))
+        assert np.array_equal(o64.view(np.uint64), ref64.view(np.uint64))

@@ -78,6 +78,9 @@ def functions() -> dict[str, Function]:
         "hypot": Function(mp.hypot, np.hypot, "all finite pairs", arity=2),
         "atan2": Function(mp.atan2, np.arctan2, "all finite pairs", arity=2),
         "pow": Function(mp.power, np.power, "x > 0 and all y, with results in range; x < 0 with integer y", arity=2),
+        "box_muller": Function(lambda u1, u2: mp.sqrt(-2 * mp.log(u1)) * mp.cospi(2 * u2),
+                               lambda u1, u2: np.sqrt(-2 * np.log(u1)) * np.cos(2 * np.pi * u2),
+                               "0 < u1 <= 1, 0 <= u2 < 1", 0.0, 1.0, arity=2),
     }
 
 
