@@ -132,6 +132,10 @@ class _Emitter:
         self.base: dict[str, str] = {}  # buffer -> register holding its address
         self.length: dict[str, str] = {}  # buffer -> register holding its element count
         self.ids: dict[tuple[IdKind, int], str] = {}
+        # value numbering while one outermost composite call is inlined (straight-line code whose
+        # registers are written once): a literal, select or op call repeated on the same registers
+        # reuses the first result (e.g. an argument reduction shared by several parts of a result)
+        self.inlined: dict[tuple[object, ...], tuple[str, DataType]] | None = None
 
     # --- registers, labels, lines
     def reg(self, t: DataType | tuple[str, str]) -> str:
@@ -231,8 +235,13 @@ class _Emitter:
     # --- expressions: (register, type, owned) — owned registers may be adopted by a let
     def expr(self, e: Expr) -> tuple[str, DataType, bool]:
         if isinstance(e, Lit):
+            if self.inlined is not None and ("lit", e.dtype, e.bits) in self.inlined:
+                r, t = self.inlined[("lit", e.dtype, e.bits)]
+                return r, t, False
             r = self.reg(e.dtype)
             self.emit(f"mov.{_REG[e.dtype][0]} {r}, {immediate(e.dtype, e.bits)};")
+            if self.inlined is not None:
+                self.inlined[("lit", e.dtype, e.bits)] = (r, e.dtype)
             return r, e.dtype, True
         if isinstance(e, Var):
             r, t = self.vars[e.name]
@@ -301,7 +310,12 @@ class _Emitter:
         c, _, _ = self.expr(e.cond)
         a, t, _ = self.expr(e.if_true)
         b, _, _ = self.expr(e.if_false)
+        key = ("select", c, a, b)
+        if self.inlined is not None and key in self.inlined:
+            return self.inlined[key][0], t, False
         out = self.reg(t)
+        if self.inlined is not None:
+            self.inlined[key] = (out, t)
         if t is DataType.BOOL:
             x, nc, y = self.reg(t), self.reg(t), self.reg(t)
             self.emit(f"and.pred {x}, {c}, {a};")
@@ -332,6 +346,13 @@ class _Emitter:
         if binding not in op.templates:  # a composite without its own template: inline compose
             comp = op.compose_for(binding)
             assert comp is not None, f"{op.id} has neither a template nor a compose definition for {binding}"
+            key = (op.id, binding, tuple(sorted(attrs.items())), tuple(r for r, _, _ in args))
+            outermost = self.inlined is None
+            if outermost:
+                self.inlined = {}
+            elif key in self.inlined:  # type: ignore[operator]
+                r, t = self.inlined[key]  # type: ignore[index]
+                return r, t, False
             saved = self.vars
             self.vars = {p.name: (r, t) for p, (r, t, _) in zip(sig.inputs, args)}
             for name, bits in attrs.items():
@@ -343,8 +364,17 @@ class _Emitter:
                 self.vars[name] = (r, t)
             r, t, owned = self.expr(comp.result)
             self.vars = saved
-            return r, t, owned
+            if outermost:
+                self.inlined = None
+            else:
+                self.inlined[key] = (r, t)  # type: ignore[index]
+            return r, t, owned and outermost
+        key = (op.id, binding, tuple(sorted(attrs.items())), tuple(r for r, _, _ in args))
+        if self.inlined is not None and key in self.inlined:
+            return self.inlined[key][0], out_t, False
         out = self.reg(out_t)
+        if self.inlined is not None:
+            self.inlined[key] = (out, out_t)
         names = {p.name: r for p, (r, _, _) in zip(sig.inputs, args)}
         names[sig.output.name] = out
         names.update({name: immediate(attr_types[name], bits) for name, bits in attrs.items()})
