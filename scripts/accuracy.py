@@ -88,6 +88,31 @@ def measure(registry: Any, op_id: str, fn: Function, t: DataType, samples: int, 
             "seconds": round(time.perf_counter() - t0, 1)}
 
 
+def write_budgets(registry: Any, results: dict) -> int:
+    """Rewrite the `ulp = { ... }` line of every measured op to the measured maxima."""
+    import re
+
+    changed = 0
+    for op_id, rows in sorted(results.items()):
+        op = registry.get(op_id)
+        text = op.source.read_text()
+        start = text.index(f'id = "{op_id}"')
+        end = text.find("[[op]]", start)
+        end = len(text) if end < 0 else end
+        block = text[start:end]
+        line = "ulp = { " + ", ".join(f"{t} = {r['max_ulp']}" for t, r in sorted(rows.items())) + " }"
+        new, n = re.subn(r"^ulp = \{[^}\n]*\}$", line, block, count=1, flags=re.M)
+        if n == 0:
+            print(f"{op_id}: no `ulp = {{ ... }}` line to rewrite; add `{line}`")
+            continue
+        if new != block:
+            op.source.write_text(text[:start] + new + text[end:])
+            print(f"{op_id}: {line}")
+            changed += 1
+    print(f"{changed} budget(s) changed")
+    return 0
+
+
 def write_markdown(results: dict) -> None:
     MD_PATH.write_text(render_table(results))
 
@@ -192,15 +217,19 @@ def _ulp_torch(got: Any, want: Any) -> Any:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--ops", default="primitive.float.*")
+    ap.add_argument("--ops", default="*", help="ops whose id matches this glob (default: every op with a known function)")
     ap.add_argument("--samples", type=int, default=1 << 20)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--types", default="f32,f64", help="result types to measure (default f32,f64)")
+    ap.add_argument("--write-budgets", action="store_true",
+                    help="set each op's `ulp` in its TOML file to the maxima in docs/accuracy.json, then exit")
     ap.add_argument("--update", action="store_true", help="write docs/accuracy.json and docs/accuracy.md")
     ap.add_argument("--gpu", action="store_true", help="f32 unary functions: every input, on the CUDA backend "
                     "(needs torch for the oracle); f64 and two-operand functions: sampled as without --gpu")
     args = ap.parse_args()
     registry = load()  # the standard ops and VYRE_DECL_OPS_PATH
+    if args.write_budgets:
+        return write_budgets(registry, json.loads(JSON_PATH.read_text()))
     rng = np.random.default_rng(args.seed)
     results = json.loads(JSON_PATH.read_text()) if JSON_PATH.exists() else {}
     mismatched = []

@@ -3,7 +3,7 @@
     python scripts/bench_math.py [--n 67108864] [--reps 50] [--ops exp,log,...]
 
 Each function of primitive.float runs over n f32 and n f64 elements in resident buffers (one
-element per invocation, one read and one write), beside torch.<fn> on the same inputs in the same
+element per invocation, one read per operand and one write), beside torch.<fn> on the same inputs in the same
 process. Both are timed alike: many launches back to back, then a synchronize, wall clock divided
 by the launches (a launch costs a few microseconds of the ~0.1-1 ms measured); medians of 5 rounds.
 The inputs are uniform over a range where the function is defined and not saturated. Functions
@@ -32,6 +32,9 @@ CASES = {
     "atan": (-100.0, 100.0), "sinh": (-80.0, 80.0), "cosh": (-80.0, 80.0), "tanh": (-10.0, 10.0),
     "asinh": (-1e6, 1e6), "acosh": (1.0, 1e6), "atanh": (-0.99, 0.99), "erf": (-5.0, 5.0),
     "cbrt": (-1e6, 1e6), "rsqrt": (1e-6, 1e6), "rcp": (-1e6, 1e6),
+    # two operands: the ranges of a and b
+    "atan2": ((-100.0, 100.0), (-100.0, 100.0)), "hypot": ((-1e6, 1e6), (-1e6, 1e6)),
+    "pow": ((0.01, 100.0), (-20.0, 20.0)),
 }
 TORCH_NAME = {"rcp": "reciprocal"}
 NO_TORCH = {"cbrt"}
@@ -73,30 +76,34 @@ def main() -> None:
         if op_id not in reg:
             print(f"{name:10s} (not in the registry yet)")
             continue
-        lo, hi = CASES[name]
+        ranges = CASES[name] if isinstance(CASES[name][0], tuple) else (CASES[name],)
+        arity = len(ranges)
         for t, np_t in (("f32", np.float32), ("f64", np.float64)):
+            names = ["a", "b"][:arity]
+            decls = "\n".join(f"buffer {n}: read {t}[] @{k}" for k, n in enumerate(names))
             program = parse_program(f"""program bench workgroup(256, 1, 1) {{
-              buffer a: read {t}[] @0
-              buffer o: write {t}[len(a)] @1
+              {decls}
+              buffer o: write {t}[len(a)] @{arity}
               let i = gid.x
-              if i < len(o) {{ o[i] = {op_id}(a[i]) }}
+              if i < len(o) {{ o[i] = {op_id}({", ".join(f"{n}[i]" for n in names)}) }}
             }}""")
-            x = rng.uniform(lo, hi, args.n).astype(np_t)
-            a, o = cuda.upload(x), cuda.allocate(t, args.n)
+            xs = [rng.uniform(lo, hi, args.n).astype(np_t) for lo, hi in ranges]
+            bufs = [cuda.upload(x) for x in xs]
+            o = cuda.allocate(t, args.n)
             pipe = cuda.compile(program)
-            ours = timed(lambda: pipe.dispatch_resident([a, o]), args.reps, cuda.synchronize)
-            gbs = 2 * args.n * np.dtype(np_t).itemsize / ours / 1e9
+            ours = timed(lambda: pipe.dispatch_resident(bufs + [o]), args.reps, cuda.synchronize)
+            gbs = (arity + 1) * args.n * np.dtype(np_t).itemsize / ours / 1e9
             if torch is None or name in NO_TORCH:
                 print(f"{name:10s} {t:4s} {ours * 1e3:9.3f}ms {'-':>11s} {'-':>7s}   {gbs:6.0f}"
                       + ("   (torch has no " + name + ")" if torch else ""))
             else:
-                tx = torch.as_tensor(x, device="cuda")
-                ty = torch.empty_like(tx)
+                txs = [torch.as_tensor(x, device="cuda") for x in xs]
+                ty = torch.empty_like(txs[0])
                 fn = getattr(torch, TORCH_NAME.get(name, name))
-                theirs = timed(lambda: fn(tx, out=ty), args.reps, torch.cuda.synchronize)
+                theirs = timed(lambda: fn(*txs, out=ty), args.reps, torch.cuda.synchronize)
                 print(f"{name:10s} {t:4s} {ours * 1e3:9.3f}ms {theirs * 1e3:9.3f}ms {ours / theirs:6.2f}x   {gbs:6.0f}")
-            cuda.free(a)
-            cuda.free(o)
+            for buf in bufs + [o]:
+                cuda.free(buf)
 
 
 if __name__ == "__main__":

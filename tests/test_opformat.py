@@ -254,7 +254,9 @@ def test_law_restrictions_must_fit(tmp_path):
 
 def test_standard_library_size_and_shape(registry):
     files = sorted(standard_ops_dir().glob("*.toml"))
-    lines = sum(len(f.read_text().splitlines()) for f in files)
+    # the declarations, not the algorithms: multi-line compose bodies (fdlibm ports run to a
+    # hundred lines) are code, whose length says nothing about the format
+    lines = sum(len(re.sub(r'compose[^=\n]*= """.*?"""', "", f.read_text(), flags=re.S).splitlines()) for f in files)
     templates: set[str] = set()
     for f in files:
         for op in tomllib.loads(f.read_text()).get("op", []):

@@ -1,6 +1,7 @@
 """The PTX emitter: Program -> PTX text from the op templates; target choice; ptxas checks."""
 
-from .ptx import AbiParam, KernelABI, PtxModule, emit, immediate, kernel_abi
+from .abi import AbiParam, KernelABI, PtxModule, kernel_abi
+from .ptx import emit, immediate
 from .ptxas import assemble, explain, find_ptxas
 from .target import DEFAULT_TARGET, EMITTER_CONTRACT, Target, choose_target, driver_max_ptx, parse_target
 

@@ -4,15 +4,7 @@ The emitter knows structure only — registers, memory, control flow and the ker
 computation is an op whose PTX comes from its template in ``ops/*.toml`` (composite ops without
 a template for a binding are inlined from their ``compose`` expression).
 
-Kernel ABI (what the CUDA backend packs, in this order, all by value):
-
-* one ``.param .u64 p_<buffer>``: the device address of each non-workgroup buffer, in binding
-  order;
-* then one ``.param .u32 n_<buffer>``: the element count of each of those buffers at dispatch,
-  in the same order (used for bounds checks and ``len(buf)``).
-
-There is no parameter buffer in device memory and no implicit guard: every invocation of the
-grid runs the body, exactly as on the reference backend.
+The kernel's calling convention and the module record are in ``abi.py``.
 
 Templates arrive parsed and instantiated for their binding (``registry/templates.py``); the
 emitter only names the registers and immediates of their operands. The result (``{out}``, or
@@ -27,7 +19,6 @@ are ``.shared`` arrays zeroed by the workgroup before the body runs.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
 from typing import Final
 
 from ..ir.nodes import (
@@ -62,9 +53,10 @@ from ..ir.validation import check
 from ..ir.walk import body_exprs, statements
 from ..registry import OpDef, Registry, default_registry
 from ..registry.templates import PTX_TYPE, immediate
+from .abi import PtxModule, kernel_abi, shared_words
 from .target import EMITTER_CONTRACT, Target, choose_target
 
-__all__ = ["emit", "kernel_abi", "PtxModule", "KernelABI", "AbiParam"]
+__all__ = ["emit"]
 
 # value type -> (PTX register type, register prefix)
 _REG: Final = {t: (PTX_TYPE[t], prefix) for t, prefix in (
@@ -86,33 +78,6 @@ _MEM_TYPE: Final = {
     DataType.F64: "f64",
 }
 _COMMENT_WIDTH: Final = 110
-
-
-@dataclass(frozen=True, slots=True)
-class AbiParam:
-    name: str  # PTX parameter name
-    kind: str  # "ptr" (u64 device address) or "len" (u32 element count)
-    buffer: str
-
-
-@dataclass(frozen=True, slots=True)
-class KernelABI:
-    entry: str
-    params: tuple[AbiParam, ...]
-    shared_bytes: int
-
-
-@dataclass(frozen=True, slots=True)
-class PtxModule:
-    text: str
-    abi: KernelABI
-    target: Target
-    contract: str
-    program_hash: str
-
-    @property
-    def entry(self) -> str:
-        return self.abi.entry
 
 
 def _short(text: str) -> str:
@@ -214,7 +179,7 @@ class _Emitter:
                 top, done = self.label("zero"), self.label("zeroed")
                 self.emit(f"mov.u32 {i}, {lin};")
                 self.place(top)
-                self.emit(f"setp.ge.u32 {p}, {i}, {_shared_words(b)};")
+                self.emit(f"setp.ge.u32 {p}, {i}, {shared_words(b)};")
                 self.emit(f"@{p} bra {done};")
                 self.emit(f"mad.lo.u32 {a}, {i}, 4, {addr};")
                 self.emit(f"st.shared.u32 [{a}], 0;")
@@ -307,6 +272,8 @@ class _Emitter:
         return out, vt, True
 
     def select(self, e: Select) -> tuple[str, DataType, bool]:
+        if e.lazy:
+            return self.branch(e)
         c, _, _ = self.expr(e.cond)
         a, t, _ = self.expr(e.if_true)
         b, _, _ = self.expr(e.if_false)
@@ -324,6 +291,25 @@ class _Emitter:
             self.emit(f"or.pred {out}, {x}, {y};")
         else:
             self.emit(f"selp.{_REG[t][0]} {out}, {a}, {b}, {c};")
+        return out, t, True
+
+    def branch(self, e: Select) -> tuple[str, DataType, bool]:
+        """A select whose chosen arm alone runs: each arm behind a branch, into one register.
+        Values numbered inside an arm stay inside it (the other path never computed them)."""
+        c, _, _ = self.expr(e.cond)
+        other, end = self.label("branch_else"), self.label("branch_end")
+        known = None if self.inlined is None else dict(self.inlined)
+        self.emit(f"@!{c} bra {other};")
+        a, t, _ = self.expr(e.if_true)
+        out = self.reg(t)
+        self.emit(f"mov.{_REG[t][0]} {out}, {a};")
+        self.emit(f"bra.uni {end};")
+        self.place(other)
+        self.inlined = None if known is None else dict(known)
+        b, _, _ = self.expr(e.if_false)
+        self.emit(f"mov.{_REG[t][0]} {out}, {b};")
+        self.place(end)
+        self.inlined = known
         return out, t, True
 
     def fill(self, op: OpDef, binding: tuple[DataType, ...], names: dict[str, str]) -> None:
@@ -489,10 +475,6 @@ class _Emitter:
             self.emit(f"@{p} st{space}.{_MEM_TYPE[st]} [{a}], {val};")
 
 
-def _shared_words(b: BufferDecl) -> int:
-    return -(-(b.count * b.dtype.size) // 4)
-
-
 def emit(
     program: Program,
     registry: Registry | None = None,
@@ -525,7 +507,7 @@ def emit(
         ")",
         "{",
         *em.declarations(),
-        *(f"\t.shared .align 16 .b8 wg_{b.name}[{_shared_words(b) * 4}];" for b in shared),
+        *(f"\t.shared .align 16 .b8 wg_{b.name}[{shared_words(b) * 4}];" for b in shared),
         *em.lines,
         "$L_exit:",
         "\tret;",
@@ -533,12 +515,3 @@ def emit(
         "",
     ]
     return PtxModule("\n".join(out), abi, tgt, EMITTER_CONTRACT, h)
-
-
-def kernel_abi(program: Program) -> KernelABI:
-    """The entry name, parameters and static workgroup memory of ``program``'s kernel."""
-    buffers = sorted((b for b in program.buffers if b.access is not Access.WORKGROUP), key=lambda b: b.binding)  # type: ignore[arg-type, return-value]
-    params = tuple(AbiParam(f"p_{b.name}", "ptr", b.name) for b in buffers)
-    params += tuple(AbiParam(f"n_{b.name}", "len", b.name) for b in buffers)
-    shared = sum(_shared_words(b) * 4 for b in program.buffers if b.access is Access.WORKGROUP)
-    return KernelABI(f"vyre_{program.name}", params, shared)

@@ -64,7 +64,8 @@ def expr_to_json(e: Expr) -> dict[str, Any]:
             "types": {name: dtype.value for name, dtype in e.types},
         }
     if isinstance(e, Select):
-        return {"k": "select", "cond": expr_to_json(e.cond), "a": expr_to_json(e.if_true), "b": expr_to_json(e.if_false)}
+        return {"k": "branch" if e.lazy else "select", "cond": expr_to_json(e.cond), "a": expr_to_json(e.if_true),
+                "b": expr_to_json(e.if_false)}
     if isinstance(e, Atomic):
         return {
             "k": "atomic",
@@ -161,8 +162,8 @@ def expr_from_json(d: dict[str, Any]) -> Expr:
             tuple((name, _lit(v)) for name, v in d.get("attrs", {}).items()),
             tuple((name, DataType(t)) for name, t in d.get("types", {}).items()),
         )
-    if k == "select":
-        return Select(expr_from_json(d["cond"]), expr_from_json(d["a"]), expr_from_json(d["b"]))
+    if k in ("select", "branch"):
+        return Select(expr_from_json(d["cond"]), expr_from_json(d["a"]), expr_from_json(d["b"]), k == "branch")
     if k == "atomic":
         return Atomic(d["op"], d["buf"], expr_from_json(d["index"]), tuple(expr_from_json(a) for a in d["args"]))
     raise ValueError(f"unknown expression kind {k!r} in program JSON. Fix: produce the JSON with vyre_decl.ir.to_json")

@@ -155,11 +155,15 @@ class Op(Expr):
 
 @dataclass(frozen=True, slots=True)
 class Select(Expr):
-    """``if_true`` where ``cond`` holds, else ``if_false``; both arms are evaluated."""
+    """``if_true`` where ``cond`` holds, else ``if_false``. Both arms are evaluated, unless
+    ``lazy`` (written ``branch(c, a, b)``): then a GPU runs only the chosen arm, behind a branch —
+    for an expensive arm that is rarely taken. The value is the same either way (expressions are
+    pure); the reference evaluates both."""
 
     cond: Expr
     if_true: Expr
     if_false: Expr
+    lazy: bool = False
 
 
 @dataclass(frozen=True, slots=True)

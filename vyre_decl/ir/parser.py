@@ -348,7 +348,7 @@ class Parser:
             name = self.ident("a buffer name")
             self.expect(")")
             return BufLen(name)
-        if text == "select":
+        if text in ("select", "branch"):
             self.expect("(")
             cond = self.grouped_expr()
             self.expect(",")
@@ -356,7 +356,7 @@ class Parser:
             self.expect(",")
             b = self.grouped_expr()
             self.expect(")")
-            return Select(cond, a, b)
+            return Select(cond, a, b, lazy=text == "branch")
         if text == "atomic":
             op = self.next()
             if op.kind != "name" or "." not in op.text:

@@ -126,7 +126,8 @@ def _expr(e: Expr) -> tuple[str, int]:
     if isinstance(e, Id):
         return f"{e.kind.value}.{AXES[e.axis]}", prim
     if isinstance(e, Select):
-        return f"select({print_expr(e.cond)}, {print_expr(e.if_true)}, {print_expr(e.if_false)})", prim
+        name = "branch" if e.lazy else "select"
+        return f"{name}({print_expr(e.cond)}, {print_expr(e.if_true)}, {print_expr(e.if_false)})", prim
     if isinstance(e, Atomic):
         args = "".join(", " + print_expr(a) for a in e.args)
         return f"atomic {e.op}({e.buffer}[{print_expr(e.index)}]{args})", prim

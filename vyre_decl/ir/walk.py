@@ -30,7 +30,7 @@ def substitute(e: Expr, names: Mapping[str, Expr]) -> Expr:
     if isinstance(e, Op):
         return replace(e, args=tuple(substitute(a, names) for a in e.args))
     if isinstance(e, Select):
-        return Select(substitute(e.cond, names), substitute(e.if_true, names), substitute(e.if_false, names))
+        return Select(substitute(e.cond, names), substitute(e.if_true, names), substitute(e.if_false, names), e.lazy)
     if isinstance(e, Load):
         return Load(e.buffer, substitute(e.index, names))
     if isinstance(e, Atomic):
