@@ -140,7 +140,7 @@ def measure_gpu_f32(registry: Any, op_id: str, fn: Function) -> dict:
     pipe = cuda.compile(program)
     base, out = cuda.upload(np.zeros(1, np.uint32)), cuda.allocate("f32", _CHUNK)
     got_t = torch.as_tensor(out, device="cuda")
-    worst, worst_x, worst_got, worst_want = -1.0, 0.0, 0.0, 0.0
+    worst, worst_x, worst_got, worst_want, unverified = 0.0, 0.0, 0.0, 0.0, 0.0
     index = torch.arange(_CHUNK, device="cuda", dtype=torch.int64)
     oracle_f64 = fn.torch or (lambda tc, v: getattr(tc, op_id.rsplit(".", 1)[1])(v))
     hard_x: list[np.ndarray] = []
@@ -155,10 +155,13 @@ def measure_gpu_f32(registry: Any, op_id: str, fn: Function) -> dict:
         want = wide.float()
         err = _ulp_torch(got_t, want)
         m = float(err.max())
-        if m > worst:
-            k = int(err.argmax())
-            worst, worst_x, worst_got, worst_want = m, float(x[k]), float(got_t[k]), float(want[k])
-        near = _near_midpoint_torch(wide).nonzero().flatten()
+        if m > unverified:
+            unverified = m
+        # the oracle is itself checked where it matters: results near a rounding midpoint, and
+        # the largest disagreements (which may be the oracle's own error, e.g. cancellation)
+        largest = torch.topk(err, 256)
+        top = largest.indices[largest.values > 0]
+        near = torch.cat([_near_midpoint_torch(wide).nonzero().flatten(), top])
         hard_x.append(x[near].cpu().numpy())
         hard_got.append(got_t[near].cpu().numpy())
     op = registry.get(op_id)
@@ -169,14 +172,16 @@ def measure_gpu_f32(registry: Any, op_id: str, fn: Function) -> dict:
     xs, gots = np.concatenate(hard_x + [kat_x]), np.concatenate(hard_got + [kat_got])
     exact = np.array([oracle(fn, DataType.F32, (float(v),)) for v in xs], np.float32)
     err = ulp_error(DataType.F32, gots, exact)
-    if len(err) and float(err.max()) > worst:
+    if len(err) and float(err.max()) > 0:
         k = int(err.argmax())
         worst, worst_x, worst_got, worst_want = float(err[k]), float(xs[k]), float(gots[k]), float(exact[k])
+    if unverified > worst + 1:  # the oracle's largest disagreement was not explained by the checks
+        print(f"  warning: torch's oracle disagrees by {unverified:.0f} ULP somewhere unchecked", file=sys.stderr)
     return {"max_ulp": int(worst) if worst < 2**40 else "wrong special value", "at": repr(worst_x),
             "got": repr(worst_got), "true": repr(worst_want), "domain": fn.domain,
             "method": f"all 4,294,967,296 f32 inputs on {cuda.device.name}; oracle torch f64 on the GPU rounded to "
-                      f"f32, mpmath for the {len(xs):,} inputs whose result is near a rounding midpoint or known "
-                      "to be hard",
+                      f"f32, mpmath for the {len(xs):,} inputs whose result is near a rounding midpoint, known to "
+                      "be hard or among the largest disagreements",
             "seconds": round(time.perf_counter() - t0, 1)}
 
 
