@@ -1,6 +1,7 @@
 """Float functions on the GPU against torch (a benchmark, not a test; prints ratios).
 
-    python scripts/bench_math.py [--n 67108864] [--reps 50] [--ops exp,log,...]
+    python scripts/bench_math.py [--n 67108864] [--reps 50] [--ops exp,log,...] [--types f32,f64]
+                                 [--dialect primitive.float]
 
 Each function of primitive.float runs over n f32 and n f64 elements in resident buffers (one
 element per invocation, one read per operand and one write), beside torch.<fn> on the same inputs in the same
@@ -58,6 +59,9 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=1 << 26)
     ap.add_argument("--reps", type=int, default=50)
     ap.add_argument("--ops", default=",".join(CASES))
+    ap.add_argument("--types", default="f32,f64")
+    ap.add_argument("--dialect", default="primitive.float",
+                    help="the dialect whose functions to time (e.g. a candidate on VYRE_DECL_OPS_PATH)")
     args = ap.parse_args()
     from vyre_decl.backends.cuda import CudaBackend
     from vyre_decl.registry import default_registry
@@ -72,13 +76,15 @@ def main() -> None:
     print(f"{'function':10s} {'type':4s} {'vyre_decl':>11s} {'torch':>11s} {'ratio':>7s}   GB/s (ours)")
     rng = np.random.default_rng(1)
     for name in args.ops.split(","):
-        op_id = f"primitive.float.{name}"
+        op_id = f"{args.dialect}.{name}"
         if op_id not in reg:
             print(f"{name:10s} (not in the registry yet)")
             continue
         ranges = CASES[name] if isinstance(CASES[name][0], tuple) else (CASES[name],)
         arity = len(ranges)
         for t, np_t in (("f32", np.float32), ("f64", np.float64)):
+            if t not in args.types.split(","):
+                continue
             names = ["a", "b"][:arity]
             decls = "\n".join(f"buffer {n}: read {t}[] @{k}" for k, n in enumerate(names))
             program = parse_program(f"""program bench workgroup(256, 1, 1) {{

@@ -266,6 +266,14 @@ def fma(args: Sequence[np.ndarray], *, out: DataType, **_: object) -> np.ndarray
         th, tl = _two_sum(c, uh)
         result = th + _round_to_odd_sum(tl, ul)
         safe &= np.abs(result) > 2.0**-900
+        # vectorised where a * b + c is the fma already: a zero factor makes the product an exact
+        # +-0 (IEEE's signed-zero sum rule is fma's); a NaN or infinite operand leaves no finite
+        # product to round, except that a finite product never changes an infinite addend
+        finite_ab = np.isfinite(a) & np.isfinite(b)
+        direct = (finite_ab & np.isfinite(c) & ((a == 0) | (b == 0))) | ~(finite_ab & np.isfinite(c))
+        plain = np.where(finite_ab & np.isinf(c), c, a * b + c)
+        result = np.where(direct, plain, result)
+        safe |= direct
     result = np.where(safe, result, 0.0)
     for i in np.flatnonzero(~safe):
         result.flat[i] = _fma_exact(float(a.flat[i]), float(b.flat[i]), float(c.flat[i]))
