@@ -1,6 +1,6 @@
 """Import cost: `import vyre_decl` loads neither the registry nor pydantic, a registry loads
 without pydantic and numpy; the layers import in one direction only
-(ir <- registry <- reference, emit <- backends <- conform <- ops)."""
+(ir <- registry <- reference, emit <- backends <- routines <- conform <- ops)."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def test_a_registry_loads_without_pydantic_or_numpy(tmp_path):
     assert "vyre_decl.registry.files" not in mods, "a valid snapshot must not load the checking machinery"
 
 
-LAYERS = [["ir"], ["registry"], ["reference", "emit"], ["backends"], ["conform"], ["ops"]]
+LAYERS = [["ir"], ["registry"], ["reference", "emit"], ["backends"], ["routines"], ["conform"], ["ops"]]
 
 
 def _imported_packages(path: Path) -> set[str]:

@@ -34,6 +34,8 @@ def test_wheel_contains_the_ops(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     shipped = sorted(n.rsplit("/", 1)[1] for n in names if n.startswith("vyre_decl/_ops/") and n.endswith(".toml"))
     assert shipped == sorted(p.name for p in (ROOT / "ops").glob("*.toml"))
+    routines = sorted(n.rsplit("/", 1)[1] for n in names if n.startswith("vyre_decl/_routines/") and n.endswith(".toml"))
+    assert routines == sorted(p.name for p in (ROOT / "routines").glob("*.routines.toml"))
     corpus = sorted(n.rsplit("/", 1)[1] for n in names if n.startswith("vyre_decl/_corpus/"))
     assert corpus == sorted(p.name for p in (ROOT / "corpus").glob("*.vyre"))
     assert "vyre_decl/py.typed" in names
@@ -59,9 +61,11 @@ def test_installed_wheel_loads_its_registry(wheel, tmp_path):
         "import vyre_decl, json\n"
         "from vyre_decl.registry import load, standard_ops_dir\n"
         "from vyre_decl.conform.corpus import load_corpus\n"
+        "from vyre_decl.routines import routines, routine_diagnostics\n"
         "r = load()\n"
         "print(json.dumps({'file': vyre_decl.__file__, 'ops_dir': str(standard_ops_dir()), 'ops': len(r), "
-        "'errors': len(r.errors), 'corpus': len(load_corpus())}))\n"
+        "'errors': len(r.errors), 'corpus': len(load_corpus()), 'routines': len(routines()), "
+        "'routine_problems': len(routine_diagnostics())}))\n"
     )
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VYRE_DECL_OPS_PATH")}
     proc = subprocess.run([str(py), "-c", script], capture_output=True, text=True, cwd=tmp_path, env=env)
@@ -74,3 +78,6 @@ def test_installed_wheel_loads_its_registry(wheel, tmp_path):
 
     assert info["errors"] == 0 and info["ops"] == len(load(env=False))
     assert info["corpus"] == len(list((ROOT / "corpus").glob("*.vyre")))
+    from vyre_decl.routines import routines
+
+    assert info["routine_problems"] == 0 and info["routines"] == len(routines()) > 0

@@ -37,6 +37,9 @@ _EXPORTS = {
     "backends": "vyre_decl.backends",
     "register_backend": "vyre_decl.backends",
     "BackendInfo": "vyre_decl.backends",
+    # routines
+    "routine": "vyre_decl.routines",
+    "routines": "vyre_decl.routines",
 }
 
 __all__ = [
@@ -60,6 +63,8 @@ __all__ = [
     "parse_program",
     "print_program",
     "register_backend",
+    "routine",
+    "routines",
     "validate",
 ]
 
@@ -108,3 +113,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from .ir.types import DataType
     from .registry import Registry, default_registry
     from .registry import load as load_registry
+    from .routines import routine, routines

@@ -428,9 +428,11 @@ class Parser:
         return Op(tok.text, tuple(args), tuple(attrs.items()), tuple(types.items()))
 
 
-def parse_program(src: str, filename: str = "<text>") -> Program:
-    """Parse the text form of one program. Raises ParseError (line:column, Fix) on bad input."""
-    return Parser(src, filename).program()
+def parse_program(src: str, filename: str = "<text>", type_vars: Mapping[str, DataType] | None = None) -> Program:
+    """Parse the text form of one program. Raises ParseError (line:column, Fix) on bad input.
+    ``type_vars`` binds type variables as in compose (``T[]`` buffers, ``x as T``, ``T.zero``):
+    the kernels of routines are written once for every type they take."""
+    return Parser(src, filename, type_vars).program()
 
 
 def parse_expr(src: str, filename: str = "<expr>") -> Expr:

@@ -32,9 +32,10 @@ from ..ir.diagnostics import Diagnostic
 from .registry import Registry
 from .snapshot import read_snapshot, snapshot_key, write_snapshot
 
-__all__ = ["load", "standard_ops_dir", "env_ops_dirs", "read_bytes", "ENV_VAR", "MAX_FILE_BYTES"]
+__all__ = ["load", "standard_ops_dir", "env_ops_dirs", "read_bytes", "ENV_VAR", "MAX_FILE_BYTES", "ROUTINE_SUFFIX"]
 
 ENV_VAR: Final = "VYRE_DECL_OPS_PATH"
+ROUTINE_SUFFIX: Final = ".routines.toml"  # routine files share the op directories; vyre_decl.routines reads them
 MAX_FILE_BYTES: Final = 1 << 20
 
 
@@ -78,7 +79,7 @@ def _files(sources: Iterable[Path], diags: list[Diagnostic]) -> list[Path]:
     for src in sources:
         try:
             if src.is_dir():
-                files.extend(sorted(p for p in src.glob("*.toml") if p.is_file()))
+                files.extend(sorted(p for p in src.glob("*.toml") if p.is_file() and not p.name.endswith(ROUTINE_SUFFIX)))
             elif src.is_file():
                 files.append(src)
             else:

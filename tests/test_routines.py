@@ -1,0 +1,204 @@
+"""Routines (docs/routines.md): the standard files load, every binding compiles, the known answers
+hold, results agree with numpy at sizes 0 to 2^20 + 3, the CUDA backend gives the reference's bits
+(marked gpu), a routine file on VYRE_DECL_OPS_PATH works without code changes, and bad routine
+files are rejected with a stable code while the rest still load."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import vyre_decl
+from vyre_decl import lib
+from vyre_decl.backends.cuda import cuda_available
+from vyre_decl.ir.diagnostics import VyreError
+from vyre_decl.routines import CompiledRoutine, Routine, routine, routine_diagnostics, routines
+
+SIZES = [0, 1, 31, 1000, (1 << 20) + 3]
+NP = {"u32": np.uint32, "i32": np.int32, "u64": np.uint64, "i64": np.int64, "f32": np.float32, "f64": np.float64}
+GPU = pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU: libcuda.so.1 cannot be loaded or reports no device")
+
+
+def _data(dtype: np.dtype, n: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed + n)
+    if dtype.kind == "f":
+        return rng.standard_normal(n).astype(dtype)
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+
+
+def _cases():
+    for rid, d in sorted(routines().items()):
+        for binding in d.bindings():
+            yield pytest.param(rid, binding, id=f"{rid}-{'-'.join(t.value for t in binding.values())}")
+
+
+def test_standard_routines_load_cleanly():
+    assert routine_diagnostics() == []
+    assert {"reduce.sum", "reduce.min", "reduce.max"} <= set(routines())
+
+
+@pytest.mark.parametrize("rid,binding", list(_cases()))
+def test_every_binding_compiles_and_its_known_answers_hold(rid, binding, registry):
+    d = routines()[rid]
+    CompiledRoutine(d, binding, registry)
+    (t,) = binding.values()
+    cases = [c for types, c in d.kats if types is None or t in types]
+    assert cases, f"{rid} has no known answer for {t.value}"
+    for case in cases:
+        ins = [np.array(v, dtype=t.numpy_dtype) for v in case[: len(d.inputs)]]
+        want = [np.array(v, dtype=t.numpy_dtype) for v in case[len(d.inputs):]]
+        got = routine(rid)(*ins, backend="reference")
+        got = got if isinstance(got, tuple) else (got,)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+
+
+def _numpy(rid: str, x: np.ndarray) -> np.ndarray:
+    if x.dtype.kind == "f":
+        wide = x.astype(np.float64)
+        empty = {"reduce.sum": 0.0, "reduce.min": np.inf, "reduce.max": -np.inf}[rid]
+        fn = {"reduce.sum": np.sum, "reduce.min": np.min, "reduce.max": np.max}[rid]
+        return np.float64(fn(wide)) if x.size else np.float64(empty)
+    info = np.iinfo(x.dtype)
+    empty = {"reduce.sum": 0, "reduce.min": info.max, "reduce.max": info.min}[rid]
+    fn = {"reduce.sum": lambda a: a.sum(dtype=x.dtype), "reduce.min": np.min, "reduce.max": np.max}[rid]
+    return fn(x) if x.size else x.dtype.type(empty)
+
+
+@pytest.mark.parametrize("rid", ["reduce.sum", "reduce.min", "reduce.max"])
+@pytest.mark.parametrize("dtype", ["u32", "i32", "u64", "i64", "f32", "f64"])
+@pytest.mark.parametrize("n", SIZES)
+def test_reductions_agree_with_numpy(rid, dtype, n):
+    x = _data(np.dtype(NP[dtype]), n)
+    got = routine(rid)(x, backend="reference")
+    assert got.shape == (1,) and got.dtype == x.dtype
+    want = _numpy(rid, x)
+    if x.dtype.kind == "f" and rid == "reduce.sum":
+        # any order of n - 1 additions is within (n - 1) u sum|x| of the exact sum
+        bound = max(n - 1, 0) * np.finfo(x.dtype).eps / 2 * float(np.abs(x.astype(np.float64)).sum())
+        assert abs(float(got[0]) - float(want)) <= bound + np.finfo(x.dtype).tiny
+    else:
+        assert got[0] == want
+
+
+@pytest.mark.gpu
+@GPU
+@pytest.mark.parametrize("rid", ["reduce.sum", "reduce.min", "reduce.max"])
+@pytest.mark.parametrize("dtype", ["u32", "i64", "f32", "f64"])
+def test_cuda_gives_the_reference_bits(rid, dtype):
+    np_dtype = np.dtype(NP[dtype])
+    for n in SIZES + [(1 << 24) + 1]:
+        x = _data(np_dtype, n, seed=3)
+        ref = routine(rid)(x, backend="reference")
+        got = routine(rid)(x, backend="cuda")
+        assert got.tobytes() == ref.tobytes(), (rid, dtype, n, got, ref)
+
+
+def test_lib_functions():
+    x = np.array([3.0, -1.5, 8.25], np.float32)
+    assert lib.sum(x, backend="reference") == np.float32(9.75)
+    assert lib.min(x, backend="reference") == np.float32(-1.5)
+    assert lib.max(x, backend="reference") == np.float32(8.25)
+    assert isinstance(lib.sum(np.arange(10, dtype=np.int64), backend="reference"), np.int64)
+
+
+def test_bad_calls_raise_stable_codes():
+    with pytest.raises(VyreError) as e:
+        routine("reduce.nope")
+    assert e.value.codes == ["U015"] and "reduce.sum" in str(e.value)
+    with pytest.raises(VyreError) as e:
+        routine("reduce.sum")(np.zeros(4, np.int16), backend="reference")
+    assert e.value.codes == ["U012"] and "Fix:" in str(e.value)
+    with pytest.raises(VyreError) as e:
+        routine("reduce.sum")(np.zeros(4, np.float32), np.zeros(4, np.float32), backend="reference")
+    assert e.value.codes == ["U014"]
+    with pytest.raises(VyreError) as e:
+        routine("reduce.sum")(np.array(["a"]), backend="reference")
+    assert e.value.codes == ["U012"]
+
+
+PROD = '''
+[family]
+name = "mine"
+version = "1.0.0"
+summary = "a user's routines"
+
+[kernel.one]
+params = ["combine"]
+source = """
+program mine_one workgroup(64, 1, 1) {
+  buffer src: read T[] @0
+  buffer dst: read_write T[] @1
+  if gid.x == 0u32 {
+    let acc = T.one
+    loop i in 0u32 .. len(src) { acc = $combine(acc, src[i]) }
+    dst[0u32] = acc
+  }
+}
+"""
+
+[[routine]]
+id = "mine.prod"
+summary = "the product, sequentially"
+types = { T = "int,f64" }
+with = { combine = "primitive.math.mul" }
+buffers = { x = "in T[]", out = "out T[1]" }
+steps = [{ kernel = "one", args = ["x", "out"], grid = "1" }]
+kat = [[[2, 3, 7], [42]]]
+'''
+
+
+def test_a_routine_file_on_the_ops_path_works_without_code(tmp_path, monkeypatch):
+    (tmp_path / "mine.routines.toml").write_text(PROD)
+    monkeypatch.setenv("VYRE_DECL_OPS_PATH", str(tmp_path))
+    assert routine("mine.prod")(np.array([2, 3, 7], np.int64), backend="reference")[0] == 42
+    assert not vyre_decl.default_registry().errors  # the op loader leaves routine files alone
+    assert "reduce.sum" in routines()
+
+
+BAD = [
+    ("U009", 'buffers = { x = "in T[]", out = "out T[__import__(\'os\').getpid()]" }'),
+    ("U009", 'buffers = { x = "in T[]", out = "out T[len(y)]" }'),
+    ("U007", 'with = { combine = "primitive.math.mul(a, b) }" }'),
+    ("U010", 'steps = [{ kernel = "two", args = ["x", "out"], grid = "1" }]'),
+    ("U008", 'buffers = { x = "in T[]", out = "temp T[1]" }'),
+    ("U006", 'types = { T = "float128" }'),
+    ("U005", 'id = "other.prod"'),
+]
+
+
+@pytest.mark.parametrize("code,line", BAD, ids=[f"{c}-{i}" for i, (c, _) in enumerate(BAD)])
+def test_bad_routine_files_are_rejected_whole(tmp_path, monkeypatch, code, line):
+    key = line.split(" = ", 1)[0]
+    text = "\n".join(line if ln.startswith(key + " = ") else ln for ln in PROD.splitlines())
+    assert text != PROD
+    (tmp_path / "bad.routines.toml").write_text(text)
+    monkeypatch.setenv("VYRE_DECL_OPS_PATH", str(tmp_path))
+    codes = [d.code for d in routine_diagnostics()]
+    assert code in codes and "U020" in codes, codes
+    assert "mine.prod" not in routines() and "reduce.sum" in routines()
+    assert all("Fix" not in d.fix and d.location.startswith(str(tmp_path)) for d in routine_diagnostics())
+
+
+def test_a_kernel_that_does_not_validate_is_reported_at_compile(tmp_path, monkeypatch, registry):
+    (tmp_path / "k.routines.toml").write_text(PROD.replace("acc = $combine(acc, src[i])", "acc = $combine(acc, nosuch[i])"))
+    monkeypatch.setenv("VYRE_DECL_OPS_PATH", str(tmp_path))
+    with pytest.raises(VyreError) as e:
+        routine("mine.prod")(np.array([1, 2], np.int64), backend="reference")
+    assert "kernel one is invalid" in str(e.value)
+    assert isinstance(routine("mine.prod"), Routine)
+
+
+@pytest.mark.gpu
+@GPU
+def test_resident_form_never_leaves_the_device():
+    cuda = vyre_decl.acquire("cuda")
+    x = _data(np.dtype(np.float32), 300_001, seed=9)
+    buf = cuda.upload(x)
+    before = cuda.telemetry()["bytes_d2h"]
+    out = routine("reduce.sum").resident(buf, backend=cuda)
+    assert cuda.telemetry()["bytes_d2h"] == before  # nothing came back to the host
+    assert out.count == 1 and cuda.download(out).tobytes() == routine("reduce.sum")(x, backend="reference").tobytes()
+    cuda.free(out)
+    cuda.free(buf)

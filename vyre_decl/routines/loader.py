@@ -1,0 +1,256 @@
+"""Reading routine files (``*.routines.toml``): validation with file, routine, field and Fix.
+
+Standard routines live in ``routines/`` at the repository root (``vyre_decl/_routines`` in a
+wheel); more come from the directories of ``VYRE_DECL_OPS_PATH``, beside op files. A file with
+any error is rejected whole (none of its routines is registered) and its diagnostics are kept;
+the other files still load.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Final, Mapping
+
+from ..ir.diagnostics import Diagnostic
+from ..ir.scalars import ELEMENTS
+from ..ir.types import DataType
+from ..registry.loader import MAX_FILE_BYTES, ROUTINE_SUFFIX, env_ops_dirs, read_bytes
+from ..registry.typesets import TypeSetError, parse_type_set
+from .model import BufferSpec, KernelDef, Role, RoutineDef, StepDef
+from .sizes import SizeError, parse_size
+
+__all__ = ["standard_routines_dir", "load_routine_files", "PARAM_VALUE"]
+
+ID: Final = re.compile(r"[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+\Z")
+NAME: Final = re.compile(r"[a-z_][a-z0-9_]*\Z")
+# a kernel parameter's value: an op id, an element (zero, max, ...) or a value type, nothing else,
+# so a routine cannot inject text into a kernel
+PARAM_VALUE: Final = re.compile(r"([a-z][a-z0-9_]*(\.[a-z0-9_]+)+|" + "|".join(ELEMENTS)
+                                + r"|u32|i32|u64|i64|f32|f64|bool)\Z")
+BUFFER: Final = re.compile(r"\s*(in|out|temp)\s+([A-Za-z][A-Za-z0-9]*)\s*\[(.*)\]\s*\Z", re.S)
+FAMILY_KEYS: Final = {"name", "version", "summary"}
+KERNEL_KEYS: Final = {"summary", "params", "source"}
+ROUTINE_KEYS: Final = {"id", "summary", "doc", "types", "with", "buffers", "steps", "kat"}
+STEP_KEYS: Final = {"kernel", "args", "grid"}
+
+
+def standard_routines_dir() -> Path:
+    pkg = Path(__file__).resolve().parent.parent
+    for candidate in (pkg / "_routines", pkg.parent / "routines"):
+        if candidate.is_dir():
+            return candidate
+    return pkg / "_routines"
+
+
+def load_routine_files() -> tuple[dict[str, RoutineDef], list[Diagnostic]]:
+    """Every routine of the standard directory and of VYRE_DECL_OPS_PATH, by id."""
+    diags: list[Diagnostic] = []
+    files = sorted(standard_routines_dir().glob("*" + ROUTINE_SUFFIX))
+    for d in env_ops_dirs():
+        if d.is_dir():
+            files.extend(sorted(d.glob("*" + ROUTINE_SUFFIX)))
+    found: dict[str, RoutineDef] = {}
+    for path in files:
+        routines, problems = _load_file(path)
+        taken = [r.id for r in routines if r.id in found]
+        for rid in taken:
+            problems.append(Diagnostic("U003", f"routine {rid!r} is already defined by {found[rid].file}",
+                                       f"{path} [routine {rid}]", "give the routine another id"))
+        if problems:
+            diags.extend(problems)
+            diags.append(Diagnostic("U020", "the file is rejected: none of its routines is registered", str(path),
+                                    "fix the errors reported for it"))
+            continue
+        found.update({r.id: r for r in routines})
+    return found, diags
+
+
+def _load_file(path: Path) -> tuple[list[RoutineDef], list[Diagnostic]]:
+    problems: list[Diagnostic] = []
+    where = str(path)
+
+    def bad(code: str, message: str, location: str, fix: str) -> None:
+        problems.append(Diagnostic(code, message, location, fix))
+
+    raw = read_bytes(path)
+    if isinstance(raw, OSError):
+        bad("U001", f"cannot read the file: {raw.strerror or raw}", where, "check the path and its permissions")
+        return [], problems
+    if len(raw) > MAX_FILE_BYTES:
+        bad("U001", f"the file is over {MAX_FILE_BYTES} bytes", where, "split it into several routine files")
+        return [], problems
+    try:
+        doc = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        bad("U001", f"TOML syntax error: {exc}", where, "fix the TOML syntax at that line")
+        return [], problems
+    unknown = set(doc) - {"family", "kernel", "routine"}
+    if unknown:
+        bad("U002", f"unknown top-level key(s) {sorted(unknown)}", where, "use [family], [kernel.NAME] and [[routine]]")
+    family = doc.get("family")
+    if not isinstance(family, dict) or not isinstance(family.get("name"), str) or not NAME.match(family["name"]):
+        bad("U002", "a [family] table with a lower-case name is required", where,
+            'start the file with [family] name = "reduce" version = "1.0.0" summary = "..."')
+        return [], problems
+    fam = family["name"]
+    if set(family) - FAMILY_KEYS:
+        bad("U002", f"unknown [family] key(s) {sorted(set(family) - FAMILY_KEYS)}", f"{where} [family]",
+            f"use {sorted(FAMILY_KEYS)}")
+    kernels: dict[str, KernelDef] = {}
+    raw_kernels = doc.get("kernel", {})
+    if not isinstance(raw_kernels, dict):
+        bad("U002", "kernel must be a table of [kernel.NAME] tables", where, "write [kernel.blocks] source = \"\"\"...\"\"\"")
+        raw_kernels = {}
+    for name, k in raw_kernels.items():
+        loc = f"{where} [kernel.{name}]"
+        if not NAME.match(name) or not isinstance(k, dict):
+            bad("U004", f"bad kernel {name!r}", loc, "name kernels in lower case and give each a table")
+            continue
+        if set(k) - KERNEL_KEYS:
+            bad("U004", f"unknown key(s) {sorted(set(k) - KERNEL_KEYS)}", loc, f"use {sorted(KERNEL_KEYS)}")
+        params = k.get("params", [])
+        if not isinstance(params, list) or not all(isinstance(p, str) and NAME.match(p) for p in params):
+            bad("U004", "params must be a list of lower-case names", loc, 'write params = ["combine", "identity"]')
+            params = []
+        source = k.get("source")
+        if not isinstance(source, str) or "program" not in source:
+            bad("U004", "source must be a program in the text form", loc, 'write source = """program NAME workgroup(256, 1, 1) { ... }"""')
+            continue
+        used = set(re.findall(r"\$([a-z_][a-z0-9_]*)", source))
+        if used - set(params):
+            bad("U004", f"the source uses ${sorted(used - set(params))[0]}, which is not a parameter", loc,
+                "declare it in params or remove it")
+        kernels[name] = KernelDef(name, str(k.get("summary", "")), tuple(params), source, fam)
+    routines = []
+    raw_routines = doc.get("routine", [])
+    if not isinstance(raw_routines, list):
+        bad("U002", "routine must be an array of [[routine]] tables", where, "write [[routine]] for each routine")
+        raw_routines = []
+    for r in raw_routines:
+        routine = _routine(r, fam, kernels, where, bad)
+        if routine is not None:
+            routines.append(routine)
+    return routines, problems
+
+
+def _routine(r: Any, fam: str, kernels: Mapping[str, KernelDef], where: str, bad: Any) -> RoutineDef | None:
+    rid = r.get("id") if isinstance(r, dict) else None
+    loc = f"{where} [routine {rid}]"
+    if not isinstance(rid, str) or not ID.match(rid) or not rid.startswith(fam + "."):
+        bad("U005", f"bad routine id {rid!r}", loc, f"give an id in the family, e.g. \"{fam}.sum\"")
+        return None
+    ok = True
+    if set(r) - ROUTINE_KEYS:
+        bad("U005", f"unknown key(s) {sorted(set(r) - ROUTINE_KEYS)}", loc, f"use {sorted(ROUTINE_KEYS)}")
+        ok = False
+    types: dict[str, tuple[DataType, ...]] = {}
+    for var, text in (r.get("types") or {}).items():
+        try:
+            types[var] = parse_type_set(text)
+        except (TypeSetError, AttributeError) as exc:
+            bad("U006", f"types.{var}: {exc}", loc, 'write types = { T = "numeric" } (groups: uint, sint, int, float, numeric, any)')
+            ok = False
+    if len(types) > 1:
+        bad("U006", "a routine takes at most one type variable today", loc, "split the routine by type")
+        ok = False
+    params = r.get("with") or {}
+    for key, value in params.items():
+        if not isinstance(value, str) or not PARAM_VALUE.match(value):
+            bad("U007", f"with.{key} = {value!r} is not an op id, an element ({', '.join(ELEMENTS)}) or a type", loc,
+                'write with = { combine = "primitive.math.add", identity = "zero" }')
+            ok = False
+    specs: list[BufferSpec] = []
+    raw_buffers = r.get("buffers")
+    if not isinstance(raw_buffers, dict) or not raw_buffers:
+        bad("U008", "buffers must be a table of name = \"in T[]\" / \"out T[size]\" / \"temp T[size]\"", loc,
+            'write buffers = { x = "in T[]", out = "out T[1]" }')
+        return None
+    names = frozenset(raw_buffers)
+    for name, text in raw_buffers.items():
+        m = BUFFER.match(text) if isinstance(text, str) else None
+        if not NAME.match(name) or m is None:
+            bad("U008", f"buffers.{name} = {text!r} is not \"in T[]\", \"out T[size]\" or \"temp T[size]\"", loc,
+                'write x = "in T[]" or out = "out T[len(x)]"')
+            ok = False
+            continue
+        role, dtype, size_text = m.group(1), m.group(2), m.group(3).strip()
+        if dtype not in types and dtype not in {t.value for t in DataType}:
+            bad("U008", f"buffers.{name}: unknown type {dtype}", loc, f"use a type variable ({', '.join(types) or 'none'}) or a value type")
+            ok = False
+        if role == "in":
+            if size_text:
+                bad("U008", f"buffers.{name}: an input is sized by the caller's array", loc, f'write {name} = "in {dtype}[]"')
+                ok = False
+            specs.append(BufferSpec(name, "in", dtype, None))
+            continue
+        try:
+            size = parse_size(size_text, names, frozenset())
+        except SizeError as exc:
+            bad("U009", f"buffers.{name}: {exc}", loc, "write a size such as len(x), 1 or ceil_div(len(x), 256)")
+            ok = False
+            continue
+        role_t: Role = "out" if role == "out" else "temp"
+        specs.append(BufferSpec(name, role_t, dtype, size))
+    if not any(s.role == "out" for s in specs):
+        bad("U008", "a routine needs at least one output buffer", loc, 'add out = "out T[1]"')
+        ok = False
+    steps: list[StepDef] = []
+    raw_steps = r.get("steps")
+    if not isinstance(raw_steps, list) or not raw_steps:
+        bad("U010", "steps must be a non-empty list of { kernel, args, grid }", loc,
+            'write steps = [{ kernel = "blocks", args = ["x", "out"], grid = "1" }]')
+        return None
+    for i, s in enumerate(raw_steps):
+        sloc = f"{loc} steps[{i}]"
+        if not isinstance(s, dict) or set(s) - STEP_KEYS or "kernel" not in s:
+            bad("U010", f"a step is a table with {sorted(STEP_KEYS)}", sloc, 'write { kernel = "blocks", args = ["x", "out"], grid = "1" }')
+            ok = False
+            continue
+        kernel = kernels.get(s["kernel"])
+        if kernel is None:
+            bad("U010", f"unknown kernel {s['kernel']!r}", sloc, f"define [kernel.{s['kernel']}] or use one of {sorted(kernels)}")
+            ok = False
+            continue
+        missing = [p for p in kernel.params if p not in params]
+        if missing:
+            bad("U007", f"kernel {kernel.name} needs with.{missing[0]}", sloc, f"give with = {{ {missing[0]} = ... }}")
+            ok = False
+        args = s.get("args", [])
+        if not isinstance(args, list) or not all(a in names for a in args):
+            bad("U010", f"args must name buffers of the routine ({', '.join(sorted(names))})", sloc, "fix the names")
+            ok = False
+            continue
+        try:
+            grid = parse_size(str(s.get("grid", "")), names, frozenset())
+        except SizeError as exc:
+            bad("U009", f"grid: {exc}", sloc, 'write grid = "ceil_div(len(x), 256)"')
+            ok = False
+            continue
+        steps.append(StepDef(kernel.name, tuple(args), grid))
+    kats = _kats(r.get("kat", []), types, loc, bad)
+    if kats is None or not ok:
+        return None
+    return RoutineDef(rid, str(r.get("summary", "")), str(r.get("doc", "")), types, dict(params), tuple(specs),
+                      tuple(steps), kats, dict(kernels), where)
+
+
+def _kats(raw: Any, types: Mapping[str, tuple[DataType, ...]], loc: str, bad: Any) -> Any:
+    """``kat = [[in..., out...], ...]`` for every binding, or ``kat.<type set> = [...]``."""
+    groups = raw.items() if isinstance(raw, dict) else [(None, raw)]
+    out: list[tuple[frozenset[DataType] | None, tuple[Any, ...]]] = []
+    for key, cases in groups:
+        within = None
+        if key is not None:
+            try:
+                within = frozenset(parse_type_set(key))
+            except TypeSetError as exc:
+                bad("U011", f"kat.{key}: {exc}", loc, "key known answers by a type set such as float or u32")
+                return None
+        if not isinstance(cases, list) or not all(isinstance(c, list) for c in cases):
+            bad("U011", "kat must be a list of cases, each a list of the input arrays then the output arrays", loc,
+                "write kat = [[[1, 2, 3], [6]]]")
+            return None
+        out.extend((within, tuple(c)) for c in cases)
+    return tuple(out)
