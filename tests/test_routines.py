@@ -35,7 +35,8 @@ def _cases():
 
 def test_standard_routines_load_cleanly():
     assert routine_diagnostics() == []
-    assert {"reduce.sum", "reduce.min", "reduce.max"} <= set(routines())
+    assert {"reduce.sum", "reduce.min", "reduce.max", "reduce.prod", "reduce.and", "reduce.or", "reduce.xor"} <= set(routines())
+    assert routines()["reduce.min"].steps == routines()["reduce.sum"].steps  # taken with like = "reduce.sum"
 
 
 @pytest.mark.parametrize("rid,binding", list(_cases()))
@@ -54,7 +55,15 @@ def test_every_binding_compiles_and_its_known_answers_hold(rid, binding, registr
             np.testing.assert_array_equal(g, w)
 
 
+INT_ONLY = {"reduce.and": np.bitwise_and, "reduce.or": np.bitwise_or, "reduce.xor": np.bitwise_xor}
+
+
 def _numpy(rid: str, x: np.ndarray) -> np.ndarray:
+    if rid in INT_ONLY:
+        identity = {"reduce.and": ~x.dtype.type(0), "reduce.or": x.dtype.type(0), "reduce.xor": x.dtype.type(0)}[rid]
+        return INT_ONLY[rid].reduce(x) if x.size else identity
+    if rid == "reduce.prod":
+        return np.prod(x, dtype=x.dtype) if x.size else x.dtype.type(1)
     if x.dtype.kind == "f":
         wide = x.astype(np.float64)
         empty = {"reduce.sum": 0.0, "reduce.min": np.inf, "reduce.max": -np.inf}[rid]
@@ -66,8 +75,16 @@ def _numpy(rid: str, x: np.ndarray) -> np.ndarray:
     return fn(x) if x.size else x.dtype.type(empty)
 
 
-@pytest.mark.parametrize("rid", ["reduce.sum", "reduce.min", "reduce.max"])
-@pytest.mark.parametrize("dtype", ["u32", "i32", "u64", "i64", "f32", "f64"])
+REDUCTIONS = ["reduce.sum", "reduce.min", "reduce.max", "reduce.prod", "reduce.and", "reduce.or", "reduce.xor"]
+
+
+def _pairs(types):
+    # bitwise reductions take integers; a float product of random data over- or underflows (its
+    # known answers cover floats)
+    return [(r, t) for r in REDUCTIONS for t in types if not (t.startswith("f") and (r in INT_ONLY or r == "reduce.prod"))]
+
+
+@pytest.mark.parametrize("rid,dtype", _pairs(["u32", "i32", "u64", "i64", "f32", "f64"]))
 @pytest.mark.parametrize("n", SIZES)
 def test_reductions_agree_with_numpy(rid, dtype, n):
     x = _data(np.dtype(NP[dtype]), n)
@@ -84,8 +101,7 @@ def test_reductions_agree_with_numpy(rid, dtype, n):
 
 @pytest.mark.gpu
 @GPU
-@pytest.mark.parametrize("rid", ["reduce.sum", "reduce.min", "reduce.max"])
-@pytest.mark.parametrize("dtype", ["u32", "i64", "f32", "f64"])
+@pytest.mark.parametrize("rid,dtype", _pairs(["u32", "i64", "f32", "f64"]))
 def test_cuda_gives_the_reference_bits(rid, dtype):
     np_dtype = np.dtype(NP[dtype])
     for n in SIZES + [(1 << 24) + 1]:
@@ -100,6 +116,7 @@ def test_lib_functions():
     assert lib.sum(x, backend="reference") == np.float32(9.75)
     assert lib.min(x, backend="reference") == np.float32(-1.5)
     assert lib.max(x, backend="reference") == np.float32(8.25)
+    assert lib.prod(x, backend="reference") == np.float32(3.0 * -1.5 * 8.25)
     assert isinstance(lib.sum(np.arange(10, dtype=np.int64), backend="reference"), np.int64)
 
 
@@ -165,6 +182,7 @@ BAD = [
     ("U008", 'buffers = { x = "in T[]", out = "temp T[1]" }'),
     ("U006", 'types = { T = "float128" }'),
     ("U005", 'id = "other.prod"'),
+    ("U005", 'with = { combine = "primitive.math.mul" }\nlike = "mine.nothing"'),
 ]
 
 

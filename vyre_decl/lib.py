@@ -12,7 +12,7 @@ import numpy as np
 
 from .routines import routine
 
-__all__ = ["sum", "min", "max"]
+__all__ = ["sum", "prod", "min", "max"]
 
 
 def _scalar(routine_id: str, x: Any, backend: Any) -> np.generic:
@@ -23,6 +23,11 @@ def _scalar(routine_id: str, x: Any, backend: Any) -> np.generic:
 def sum(x: Any, *, backend: Any = "auto") -> np.generic:  # noqa: A001 - numpy's name
     """The sum of all elements of ``x`` (integers wrap; floats in a fixed order: docs/routines.md)."""
     return _scalar("reduce.sum", x, backend)
+
+
+def prod(x: Any, *, backend: Any = "auto") -> np.generic:
+    """The product of all elements of ``x`` (integers wrap; floats in a fixed order)."""
+    return _scalar("reduce.prod", x, backend)
 
 
 def min(x: Any, *, backend: Any = "auto") -> np.generic:  # noqa: A001 - numpy's name

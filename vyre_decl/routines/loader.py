@@ -32,7 +32,9 @@ PARAM_VALUE: Final = re.compile(r"([a-z][a-z0-9_]*(\.[a-z0-9_]+)+|" + "|".join(E
 BUFFER: Final = re.compile(r"\s*(in|out|temp)\s+([A-Za-z][A-Za-z0-9]*)\s*\[(.*)\]\s*\Z", re.S)
 FAMILY_KEYS: Final = {"name", "version", "summary"}
 KERNEL_KEYS: Final = {"summary", "params", "source"}
-ROUTINE_KEYS: Final = {"id", "summary", "doc", "types", "with", "buffers", "steps", "kat"}
+ROUTINE_KEYS: Final = {"id", "summary", "doc", "like", "types", "with", "buffers", "steps", "kat"}
+# what `like = "<id>"` takes from an earlier routine of the file unless the routine gives it
+INHERITED: Final = ("types", "with", "buffers", "steps")
 STEP_KEYS: Final = {"kernel", "args", "grid"}
 
 
@@ -128,7 +130,17 @@ def _load_file(path: Path) -> tuple[list[RoutineDef], list[Diagnostic]]:
     if not isinstance(raw_routines, list):
         bad("U002", "routine must be an array of [[routine]] tables", where, "write [[routine]] for each routine")
         raw_routines = []
+    seen: dict[str, dict[str, Any]] = {}
     for r in raw_routines:
+        if isinstance(r, dict) and "like" in r:
+            base = seen.get(r["like"])
+            if base is None:
+                bad("U005", f"like = {r['like']!r} names no earlier routine of this file",
+                    f"{where} [routine {r.get('id')}]", f"use one of {sorted(seen) or 'none'} (declared above it)")
+                continue
+            r = {**{k: base[k] for k in INHERITED if k in base}, **{k: v for k, v in r.items() if k != "like"}}
+        if isinstance(r, dict) and isinstance(r.get("id"), str):
+            seen[r["id"]] = r
         routine = _routine(r, fam, kernels, where, bad)
         if routine is not None:
             routines.append(routine)

@@ -9,7 +9,7 @@ call, so a bad size is reported with the file, routine and field, never during a
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Final, Mapping
 
 __all__ = ["SizeExpr", "SizeError", "parse_size"]
@@ -33,7 +33,7 @@ class SizeExpr:
     """A parsed size expression; ``lengths`` are the buffers whose length it reads."""
 
     text: str
-    tree: ast.expr
+    tree: ast.expr = field(compare=False)  # equal texts parse to equal trees
     lengths: frozenset[str]
     names: frozenset[str]
 
