@@ -12,29 +12,16 @@ GB/s (bytes read / time) against the copy's (bytes read + written / time).
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench_math import timed  # noqa: E402 - the same timing rule as the math benchmark
+
 CASES = {"reduce.sum": ("sum", "sum"), "reduce.min": ("min", "min"), "reduce.max": ("max", "max")}
-
-
-def timed(fn, reps: int, sync) -> float:
-    fn()
-    sync()
-    rounds = []
-    for _ in range(5):
-        t = time.perf_counter()
-        for _ in range(reps):
-            fn()
-        sync()
-        rounds.append((time.perf_counter() - t) / reps)
-    return statistics.median(rounds)
 
 
 def main() -> None:
@@ -71,14 +58,7 @@ def main() -> None:
                 copy_s = timed(lambda: ty.copy_(tx), args.reps, torch.cuda.synchronize)
             for rid, (tname, cname) in CASES.items():
                 r = routine(rid)
-                compiled = r.compiled([x[:0]], cuda.registry)
-                sizes = compiled.sizes({"x": n})
-                bufs = {"x": buf}
-                for spec in compiled.routine.buffers:
-                    if spec.role != "in":
-                        bufs[spec.name] = cuda.allocate(compiled.dtypes[spec.name], sizes[spec.name])
-                seq = cuda.sequence([(cuda.compile(p), [bufs[a] for a in s.args], (s.grid.evaluate(sizes, {}), 1, 1))
-                                     for s, p in zip(compiled.routine.steps, compiled.programs)])
+                seq, bufs = r.compiled([x.dtype], cuda.registry).resident_steps(cuda, [buf])
                 ours = timed(seq.run, args.reps, cuda.synchronize)
                 got = cuda.download(bufs["out"])
                 assert got.tobytes() == r(x, backend="reference").tobytes() or n > 1 << 24  # spot check (reference is slow)

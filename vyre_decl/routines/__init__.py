@@ -60,8 +60,9 @@ class Routine:
     def id(self) -> str:
         return self.definition.id
 
-    def compiled(self, arrays: Sequence[np.ndarray], registry: Any = None) -> CompiledRoutine:
-        binding = bind_types(self.definition, arrays)
+    def compiled(self, dtypes: Sequence[np.dtype], registry: Any = None) -> CompiledRoutine:
+        """The routine compiled for inputs of these numpy dtypes (cached per binding and registry)."""
+        binding = bind_types(self.definition, dtypes)
         reg = registry or default_registry()
         key = (tuple(sorted(binding.items())), reg.fingerprint)
         with self._lock:
@@ -70,11 +71,15 @@ class Routine:
                 found = self._compiled[key] = CompiledRoutine(self.definition, binding, reg)
             return found
 
+    def _check_arity(self, given: int, what: str) -> None:
+        d = self.definition
+        if given != len(d.inputs):
+            raise VyreError.one("U014", f"{d.id} takes {len(d.inputs)} input(s) ({', '.join(b.name for b in d.inputs)}), "
+                                f"got {given}", f"routine {d.id}", f"pass one {what} per input")
+
     def __call__(self, *inputs: Any, backend: Any = "auto") -> Any:
         d = self.definition
-        if len(inputs) != len(d.inputs):
-            raise VyreError.one("U014", f"{d.id} takes {len(d.inputs)} input(s) ({', '.join(b.name for b in d.inputs)}), "
-                                f"got {len(inputs)}", f"routine {d.id}", "pass one array per input")
+        self._check_arity(len(inputs), "array")
         arrays = []
         for spec, value in zip(d.inputs, inputs):
             arr = np.asarray(value)
@@ -82,8 +87,8 @@ class Routine:
                 raise VyreError.one("U012", f"input {spec.name!r} is not a numeric array ({arr.dtype})", f"routine {d.id}",
                                     "pass a numpy array of a type the routine takes")
             arrays.append(np.ascontiguousarray(arr).ravel())
-        be: Any = acquire(backend) if isinstance(backend, str) else backend
-        compiled = self.compiled(arrays, getattr(be, "registry", None))
+        be = _backend(backend)
+        compiled = self.compiled([a.dtype for a in arrays], getattr(be, "registry", None))
         if "resident_buffers" not in getattr(be, "capabilities", ()):
             outputs = compiled.run_host(be, arrays)
         else:  # one upload per input, one download per output, the steps on the device
@@ -101,17 +106,19 @@ class Routine:
     def resident(self, *buffers: Any, backend: Any) -> Any:
         """The routine over device buffers of a backend with resident buffers (CUDA); returns the
         output buffers (the caller frees them). Nothing is copied to or from the host."""
-        d = self.definition
-        if len(buffers) != len(d.inputs):
-            raise VyreError.one("U014", f"{d.id} takes {len(d.inputs)} input(s), got {len(buffers)}", f"routine {d.id}",
-                                "pass one device buffer per input")
-        be: Any = acquire(backend) if isinstance(backend, str) else backend
-        probes = [np.zeros(0, b.dtype.storage_dtype) for b in buffers]
-        outs = self.compiled(probes, getattr(be, "registry", None)).run_resident(be, list(buffers))
+        self._check_arity(len(buffers), "device buffer")
+        be = _backend(backend)
+        dtypes = [np.dtype(b.dtype.storage_dtype) for b in buffers]
+        outs = self.compiled(dtypes, getattr(be, "registry", None)).run_resident(be, list(buffers))
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def __repr__(self) -> str:
         return f"Routine({self.definition.id!r})"
+
+
+def _backend(backend: Any) -> Any:
+    """A backend instance from a name (``acquire``) or as given."""
+    return acquire(backend) if isinstance(backend, str) else backend
 
 
 _handles: dict[str, Routine] = {}

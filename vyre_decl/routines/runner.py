@@ -10,14 +10,13 @@ graph and replayed when the routine is called again with the same lengths.
 from __future__ import annotations
 
 import re
-import threading
 from typing import Any, Sequence
 
 import numpy as np
 
 from ..backends import DispatchConfig
 from ..ir.diagnostics import VyreError
-from ..ir.nodes import Program
+from ..ir.nodes import Access, Program
 from ..ir.parser import parse_program
 from ..ir.types import DataType
 from ..ir.validation import check
@@ -26,20 +25,15 @@ from .model import RoutineDef
 
 __all__ = ["CompiledRoutine", "bind_types"]
 
-_BY_STORAGE = {}
-for _t in (DataType.U32, DataType.I32, DataType.U64, DataType.I64, DataType.F32, DataType.F64):
-    _BY_STORAGE[np.dtype(_t.numpy_dtype)] = _t
-
-
-def bind_types(routine: RoutineDef, arrays: Sequence[np.ndarray]) -> dict[str, DataType]:
-    """The binding of the routine's type variable, read from the inputs' dtypes."""
+def bind_types(routine: RoutineDef, dtypes: Sequence[np.dtype]) -> dict[str, DataType]:
+    """The binding of the routine's type variable, read from the inputs' numpy dtypes."""
     binding: dict[str, DataType] = {}
-    for spec, arr in zip(routine.inputs, arrays):
+    for spec, dtype in zip(routine.inputs, dtypes):
         if spec.dtype in routine.types:
-            got = _BY_STORAGE.get(arr.dtype)
             allowed = routine.types[spec.dtype]
-            if got is None or got not in allowed:
-                raise VyreError.one("U012", f"input {spec.name!r} has dtype {arr.dtype}, which {routine.id} does not take",
+            got = next((t for t in allowed if np.dtype(t.numpy_dtype) == dtype), None)
+            if got is None:
+                raise VyreError.one("U012", f"input {spec.name!r} has dtype {dtype}, which {routine.id} does not take",
                                     f"routine {routine.id}", f"pass one of {', '.join(t.value for t in allowed)} "
                                     f"(convert with arr.astype(np.{np.dtype(allowed[0].numpy_dtype).name}))")
             if binding.get(spec.dtype, got) is not got:
@@ -60,14 +54,15 @@ class CompiledRoutine:
             if step.kernel not in cache:
                 cache[step.kernel] = self._kernel_program(step.kernel, registry)
             self.programs.append(cache[step.kernel])
+        # per step: the kernel's non-workgroup buffers (in declaration order) -> routine buffers
+        self.bound: list[dict[str, str]] = []
         for step, program in zip(routine.steps, self.programs):
-            arity = len([b for b in program.buffers if b.access.value != "workgroup"])
-            if len(step.args) != arity:
-                raise VyreError.one("U013", f"step {step.kernel} binds {len(step.args)} buffer(s), the kernel has {arity}",
+            names = [b.name for b in program.buffers if b.access is not Access.WORKGROUP]
+            if len(step.args) != len(names):
+                raise VyreError.one("U013", f"step {step.kernel} binds {len(step.args)} buffer(s), the kernel has {len(names)}",
                                     f"{routine.file} [routine {routine.id}]", "bind every non-workgroup buffer of the kernel, in order")
+            self.bound.append(dict(zip(names, step.args)))
         self.dtypes = {b.name: (binding[b.dtype] if b.dtype in binding else DataType(b.dtype)) for b in routine.buffers}
-        self._lock = threading.Lock()
-        self._graphs: dict[Any, Any] = {}
 
     def _kernel_program(self, name: str, registry: Registry) -> Program:
         kernel = self.routine.kernels[name]
@@ -78,7 +73,7 @@ class CompiledRoutine:
             program = parse_program(source, where, type_vars=self.binding)
             check(program, registry)
         except VyreError as exc:
-            raise VyreError([d for d in exc.diagnostics], f"routine {self.routine.id}: kernel {name} is invalid") from None
+            raise VyreError(list(exc.diagnostics), f"routine {self.routine.id}: kernel {name} is invalid") from None
         return program
 
     def sizes(self, lengths: dict[str, int]) -> dict[str, int]:
@@ -95,39 +90,41 @@ class CompiledRoutine:
         for spec in self.routine.buffers:
             if spec.role != "in":
                 env[spec.name] = np.zeros(sizes[spec.name], self.dtypes[spec.name].storage_dtype)
-        for step, program in zip(self.routine.steps, self.programs):
+        for step, program, bound in zip(self.routine.steps, self.programs, self.bound):
             grid = step.grid.evaluate(sizes, self.routine.attrs)
             if grid == 0:
                 continue
-            bound = dict(zip([b.name for b in program.buffers if b.access.value != "workgroup"], step.args))
             inputs = {b.name: env[bound[b.name]] for b in program.inputs}
             results = backend.dispatch(program, inputs, DispatchConfig(grid=(grid, 1, 1)))
             for decl, value in zip(program.outputs, results):
                 env[bound[decl.name]] = value
         return [env[s.name] for s in self.routine.outputs]
 
-    def run_resident(self, backend: Any, inputs: Sequence[Any]) -> list[Any]:
-        """Every step over resident buffers of ``backend`` (one with allocate/compile/sequence, as
-        CUDA has): ``inputs`` are device buffers; temporaries and outputs are allocated zero-filled,
-        the steps are enqueued back to back, the temporaries freed, and the output buffers returned
-        (nothing leaves the device)."""
-        lengths = {s.name: int(b.count) for s, b in zip(self.routine.inputs, inputs)}
-        sizes = self.sizes(lengths)
+    def resident_steps(self, backend: Any, inputs: Sequence[Any]) -> tuple[Any, dict[str, Any]]:
+        """The steps over resident buffers of ``backend`` (one with allocate/compile/sequence, as
+        CUDA has) for the device buffers ``inputs``: temporaries and outputs are allocated
+        zero-filled. Returns the dispatch sequence (``run()`` enqueues the steps back to back) and
+        every routine buffer by name; the caller frees what it allocated."""
         env: dict[str, Any] = {s.name: b for s, b in zip(self.routine.inputs, inputs)}
-        made = []
+        sizes = self.sizes({name: int(b.count) for name, b in env.items()})
         for spec in self.routine.buffers:
             if spec.role != "in":
                 env[spec.name] = backend.allocate(self.dtypes[spec.name], sizes[spec.name])
-                made.append(spec)
         steps = []
         for step, program in zip(self.routine.steps, self.programs):
             grid = step.grid.evaluate(sizes, self.routine.attrs)
             if grid:
                 steps.append((backend.compile(program), [env[a] for a in step.args], (grid, 1, 1)))
+        return backend.sequence(steps), env
+
+    def run_resident(self, backend: Any, inputs: Sequence[Any]) -> list[Any]:
+        """Every step over resident buffers; the temporaries are freed and the output buffers
+        returned (nothing leaves the device)."""
+        sequence, env = self.resident_steps(backend, inputs)
         try:
-            backend.sequence(steps).run()
+            sequence.run()
         finally:
-            for spec in made:
+            for spec in self.routine.buffers:
                 if spec.role == "temp":
                     backend.free(env[spec.name])
         return [env[s.name] for s in self.routine.outputs]
