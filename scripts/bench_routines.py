@@ -58,7 +58,7 @@ def main() -> None:
                 copy_s = timed(lambda: ty.copy_(tx), args.reps, torch.cuda.synchronize)
             for rid, (tname, cname) in CASES.items():
                 r = routine(rid)
-                seq, bufs = r.compiled([x.dtype], cuda.registry).resident_steps(cuda, [buf])
+                seq, bufs = r.compiled([x.dtype], cuda.registry).resident_steps(cuda, [buf], {})
                 ours = timed(seq.run, args.reps, cuda.synchronize)
                 got = cuda.download(bufs["out"])
                 assert got.tobytes() == r(x, backend="reference").tobytes() or n > 1 << 24  # spot check (reference is slow)

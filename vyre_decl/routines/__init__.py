@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -19,11 +19,12 @@ from ..ir.diagnostics import Diagnostic, VyreError
 from ..registry import default_registry
 from ..registry.loader import ENV_VAR
 from .loader import load_routine_files, standard_routines_dir
-from .model import BufferSpec, KernelDef, RoutineDef, StepDef
-from .runner import CompiledRoutine, bind_types
+from .model import BufferSpec, KatCase, KernelDef, RepeatDef, RoutineDef, StepDef
+from .plan import PlanCache, RoutinePlan
+from .runner import MAX_COUNT, CompiledRoutine, bind_types
 
-__all__ = ["Routine", "routine", "routines", "routine_diagnostics", "RoutineDef", "KernelDef", "BufferSpec", "StepDef",
-           "standard_routines_dir"]
+__all__ = ["Routine", "RoutinePlan", "routine", "routines", "routine_diagnostics", "RoutineDef", "KernelDef", "BufferSpec",
+           "StepDef", "RepeatDef", "KatCase", "standard_routines_dir"]
 
 _lock = threading.Lock()
 _loaded: dict[str, tuple[dict[str, RoutineDef], list[Diagnostic]]] = {}
@@ -48,12 +49,15 @@ def routine_diagnostics() -> list[Diagnostic]:
 
 
 class Routine:
-    """A routine ready to call: ``Routine(x, backend="cuda")`` returns its outputs (one array, or a
-    tuple for several). Inputs are numpy arrays (or lists) of a dtype the routine takes."""
+    """A routine ready to call: ``Routine(x, backend="cuda", **attrs)`` returns its outputs (one
+    array, or a tuple for several). Inputs are numpy arrays (or lists) of a dtype the routine
+    takes; attributes (``bins=16``) are integers. On a backend with graphs (CUDA) the first call of
+    a shape prepares a plan and later calls of that shape replay its captured graph."""
 
     def __init__(self, definition: RoutineDef) -> None:
         self.definition = definition
         self._compiled: dict[tuple[Any, ...], CompiledRoutine] = {}
+        self._plans = PlanCache()
         self._lock = threading.Lock()
 
     @property
@@ -77,7 +81,25 @@ class Routine:
             raise VyreError.one("U014", f"{d.id} takes {len(d.inputs)} input(s) ({', '.join(b.name for b in d.inputs)}), "
                                 f"got {given}", f"routine {d.id}", f"pass one {what} per input")
 
-    def __call__(self, *inputs: Any, backend: Any = "auto") -> Any:
+    def _attrs(self, given: Mapping[str, Any]) -> dict[str, int]:
+        d = self.definition
+        where = f"routine {d.id}"
+        unknown = sorted(set(given) - set(d.attrs))
+        if unknown:
+            raise VyreError.one("U016", f"{d.id} has no attribute {unknown[0]!r}", where,
+                                f"use {', '.join(d.attrs) or 'no attributes'} (and backend=...)")
+        missing = [a for a in d.attrs if a not in given]
+        if missing:
+            raise VyreError.one("U016", f"{d.id} needs the attribute {missing[0]}", where, f"pass {missing[0]}=<integer>")
+        out = {}
+        for name, value in given.items():
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or not 0 <= int(value) <= MAX_COUNT:
+                raise VyreError.one("U016", f"attribute {name}={value!r} is not an integer in 0 .. {MAX_COUNT}", where,
+                                    f"pass {name} as a non-negative int")
+            out[name] = int(value)
+        return out
+
+    def _arrays(self, inputs: Sequence[Any]) -> list[np.ndarray]:
         d = self.definition
         self._check_arity(len(inputs), "array")
         arrays = []
@@ -86,30 +108,48 @@ class Routine:
             if arr.dtype == object or arr.dtype.kind not in "uif":
                 raise VyreError.one("U012", f"input {spec.name!r} is not a numeric array ({arr.dtype})", f"routine {d.id}",
                                     "pass a numpy array of a type the routine takes")
+            if arr.size > MAX_COUNT:
+                raise VyreError.one("U012", f"input {spec.name!r} has {arr.size} elements", f"routine {d.id}",
+                                    f"pass at most {MAX_COUNT} elements")
             arrays.append(np.ascontiguousarray(arr).ravel())
+        return arrays
+
+    def __call__(self, *inputs: Any, backend: Any = "auto", **attrs: Any) -> Any:
+        arrays = self._arrays(inputs)
+        values = self._attrs(attrs)
         be = _backend(backend)
         compiled = self.compiled([a.dtype for a in arrays], getattr(be, "registry", None))
-        if "resident_buffers" not in getattr(be, "capabilities", ()):
-            outputs = compiled.run_host(be, arrays)
-        else:  # one upload per input, one download per output, the steps on the device
-            ins = [be.upload(a) for a in arrays]
-            try:
-                outs = compiled.run_resident(be, ins)
-                outputs = [be.download(b) for b in outs]
-                for b in outs:
-                    be.free(b)
-            finally:
-                for b in ins:
-                    be.free(b)
+        if "graphs" in getattr(be, "capabilities", ()):
+            # one plan per call shape: upload, one graph replay, download
+            plan = self._plan(compiled, be, [a.size for a in arrays], values)
+            outputs = plan.run(arrays)
+        else:
+            compiled.scope({s.name: a.size for s, a in zip(self.definition.inputs, arrays)}, values)  # U017 first
+            outputs = compiled.run_host(be, arrays, values)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
-    def resident(self, *buffers: Any, backend: Any) -> Any:
+    def _plan(self, compiled: CompiledRoutine, backend: Any, lengths: Sequence[int], attrs: Mapping[str, int]) -> RoutinePlan:
+        key = (id(backend), tuple(sorted(compiled.binding.items())), tuple(lengths), tuple(sorted(attrs.items())))
+        return self._plans.get(key, lambda: RoutinePlan(compiled, backend, lengths, attrs))
+
+    def plan(self, *inputs: Any, backend: Any, **attrs: Any) -> RoutinePlan:
+        """The routine prepared on ``backend`` (one with resident buffers and graphs) for inputs of
+        the lengths and dtypes of ``inputs`` (arrays; their contents are not used): fill
+        ``plan.inputs`` (``backend.upload_at``), call ``plan.replay()``, read ``plan.outputs``.
+        The caller closes it (``plan.close()``)."""
+        arrays = self._arrays(inputs)
+        be = _backend(backend)
+        compiled = self.compiled([a.dtype for a in arrays], getattr(be, "registry", None))
+        return RoutinePlan(compiled, be, [a.size for a in arrays], self._attrs(attrs))
+
+    def resident(self, *buffers: Any, backend: Any, **attrs: Any) -> Any:
         """The routine over device buffers of a backend with resident buffers (CUDA); returns the
         output buffers (the caller frees them). Nothing is copied to or from the host."""
         self._check_arity(len(buffers), "device buffer")
+        values = self._attrs(attrs)
         be = _backend(backend)
         dtypes = [np.dtype(b.dtype.storage_dtype) for b in buffers]
-        outs = self.compiled(dtypes, getattr(be, "registry", None)).run_resident(be, list(buffers))
+        outs = self.compiled(dtypes, getattr(be, "registry", None)).run_resident(be, list(buffers), values)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def __repr__(self) -> str:

@@ -18,7 +18,7 @@ from ..ir.scalars import ELEMENTS
 from ..ir.types import DataType
 from ..registry.loader import MAX_FILE_BYTES, ROUTINE_SUFFIX, env_ops_dirs, read_bytes
 from ..registry.typesets import TypeSetError, parse_type_set
-from .model import BufferSpec, KernelDef, Role, RoutineDef, StepDef
+from .model import BufferSpec, KatCase, KernelDef, RepeatDef, Role, RoutineDef, StepDef
 from .sizes import SizeError, parse_size
 
 __all__ = ["standard_routines_dir", "load_routine_files", "PARAM_VALUE"]
@@ -29,13 +29,17 @@ NAME: Final = re.compile(r"[a-z_][a-z0-9_]*\Z")
 # so a routine cannot inject text into a kernel
 PARAM_VALUE: Final = re.compile(r"([a-z][a-z0-9_]*(\.[a-z0-9_]+)+|" + "|".join(ELEMENTS)
                                 + r"|u32|i32|u64|i64|f32|f64|bool)\Z")
-BUFFER: Final = re.compile(r"\s*(in|out|temp)\s+([A-Za-z][A-Za-z0-9]*)\s*\[(.*)\]\s*\Z", re.S)
+BUFFER: Final = re.compile(r"\s*(in|out|temp|const)\s+([A-Za-z][A-Za-z0-9]*)\s*\[(.*)\]\s*\Z", re.S)
+TYPE_VAR: Final = re.compile(r"[A-Z][A-Z0-9]*\Z")
+CONST_TYPES: Final = ("u32", "u64")
 FAMILY_KEYS: Final = {"name", "version", "summary"}
 KERNEL_KEYS: Final = {"summary", "params", "source"}
-ROUTINE_KEYS: Final = {"id", "summary", "doc", "like", "types", "with", "buffers", "steps", "kat"}
+ROUTINE_KEYS: Final = {"id", "summary", "doc", "like", "types", "attrs", "with", "buffers", "require", "steps", "kat"}
 # what `like = "<id>"` takes from an earlier routine of the file unless the routine gives it
-INHERITED: Final = ("types", "with", "buffers", "steps")
+INHERITED: Final = ("types", "attrs", "with", "buffers", "require", "steps")
 STEP_KEYS: Final = {"kernel", "args", "grid"}
+REPEAT_KEYS: Final = {"repeat", "steps"}
+MAX_STEPS: Final = 64  # declared steps per routine (a repeat counts its steps once)
 
 
 def standard_routines_dir() -> Path:
@@ -158,16 +162,24 @@ def _routine(r: Any, fam: str, kernels: Mapping[str, KernelDef], where: str, bad
         bad("U005", f"unknown key(s) {sorted(set(r) - ROUTINE_KEYS)}", loc, f"use {sorted(ROUTINE_KEYS)}")
         ok = False
     types: dict[str, tuple[DataType, ...]] = {}
-    for var, text in (r.get("types") or {}).items():
+    raw_types = r.get("types") or {}
+    for var, text in (raw_types.items() if isinstance(raw_types, dict) else [("types", None)]):
         try:
+            if not TYPE_VAR.match(var):
+                raise TypeSetError(f"{var!r} is not a type variable (upper case: T, K, V)")
             types[var] = parse_type_set(text)
-        except (TypeSetError, AttributeError) as exc:
+        except (TypeSetError, AttributeError, TypeError) as exc:
             bad("U006", f"types.{var}: {exc}", loc, 'write types = { T = "numeric" } (groups: uint, sint, int, float, numeric, any)')
             ok = False
-    if len(types) > 1:
-        bad("U006", "a routine takes at most one type variable today", loc, "split the routine by type")
-        ok = False
+    attrs = r.get("attrs", [])
+    if not isinstance(attrs, list) or not all(isinstance(a, str) and NAME.match(a) for a in attrs) or len(set(attrs)) != len(attrs):
+        bad("U016", f"attrs = {attrs!r} is not a list of distinct lower-case names", loc, 'write attrs = ["bins"]')
+        ok, attrs = False, []
+    attr_names, type_vars = frozenset(attrs), frozenset(types)
     params = r.get("with") or {}
+    if not isinstance(params, dict):
+        bad("U007", "with must be a table", loc, 'write with = { combine = "primitive.math.add" }')
+        params, ok = {}, False
     for key, value in params.items():
         if not isinstance(value, str) or not PARAM_VALUE.match(value):
             bad("U007", f"with.{key} = {value!r} is not an op id, an element ({', '.join(ELEMENTS)}) or a type", loc,
@@ -180,6 +192,9 @@ def _routine(r: Any, fam: str, kernels: Mapping[str, KernelDef], where: str, bad
             'write buffers = { x = "in T[]", out = "out T[1]" }')
         return None
     names = frozenset(raw_buffers)
+    if names & attr_names:
+        bad("U016", f"{sorted(names & attr_names)[0]!r} is both a buffer and an attribute", loc, "rename one of them")
+        ok = False
     for name, text in raw_buffers.items():
         m = BUFFER.match(text) if isinstance(text, str) else None
         if not NAME.match(name) or m is None:
@@ -198,7 +213,13 @@ def _routine(r: Any, fam: str, kernels: Mapping[str, KernelDef], where: str, bad
             specs.append(BufferSpec(name, "in", dtype, None))
             continue
         try:
-            size = parse_size(size_text, names, frozenset())
+            if role == "const":
+                if dtype not in CONST_TYPES:
+                    raise SizeError(f"a constant holds {' or '.join(CONST_TYPES)} values, not {dtype}")
+                values = tuple(parse_size(v.strip(), names, attr_names, type_vars) for v in _split_args(size_text))
+                specs.append(BufferSpec(name, "const", dtype, parse_size(str(len(values)), names, attr_names), values))
+                continue
+            size = parse_size(size_text, names, attr_names, type_vars)
         except SizeError as exc:
             bad("U009", f"buffers.{name}: {exc}", loc, "write a size such as len(x), 1 or ceil_div(len(x), 256)")
             ok = False
@@ -208,50 +229,109 @@ def _routine(r: Any, fam: str, kernels: Mapping[str, KernelDef], where: str, bad
     if not any(s.role == "out" for s in specs):
         bad("U008", "a routine needs at least one output buffer", loc, 'add out = "out T[1]"')
         ok = False
-    steps: list[StepDef] = []
+    requires = []
+    raw_require = r.get("require", [])
+    for i, text in enumerate(raw_require if isinstance(raw_require, list) else [raw_require]):
+        try:
+            requires.append(parse_size(text, names, attr_names, type_vars, condition=True))
+        except SizeError as exc:
+            bad("U009", f"require[{i}]: {exc}", loc, 'write require = ["len(x) == rows * cols"]')
+            ok = False
     raw_steps = r.get("steps")
     if not isinstance(raw_steps, list) or not raw_steps:
         bad("U010", "steps must be a non-empty list of { kernel, args, grid }", loc,
             'write steps = [{ kernel = "blocks", args = ["x", "out"], grid = "1" }]')
         return None
-    for i, s in enumerate(raw_steps):
-        sloc = f"{loc} steps[{i}]"
-        if not isinstance(s, dict) or set(s) - STEP_KEYS or "kernel" not in s:
-            bad("U010", f"a step is a table with {sorted(STEP_KEYS)}", sloc, 'write { kernel = "blocks", args = ["x", "out"], grid = "1" }')
-            ok = False
-            continue
-        kernel = kernels.get(s["kernel"])
-        if kernel is None:
-            bad("U010", f"unknown kernel {s['kernel']!r}", sloc, f"define [kernel.{s['kernel']}] or use one of {sorted(kernels)}")
-            ok = False
-            continue
-        missing = [p for p in kernel.params if p not in params]
-        if missing:
-            bad("U007", f"kernel {kernel.name} needs with.{missing[0]}", sloc, f"give with = {{ {missing[0]} = ... }}")
-            ok = False
-        args = s.get("args", [])
-        if not isinstance(args, list) or not all(a in names for a in args):
-            bad("U010", f"args must name buffers of the routine ({', '.join(sorted(names))})", sloc, "fix the names")
-            ok = False
-            continue
-        try:
-            grid = parse_size(str(s.get("grid", "")), names, frozenset())
-        except SizeError as exc:
-            bad("U009", f"grid: {exc}", sloc, 'write grid = "ceil_div(len(x), 256)"')
-            ok = False
-            continue
-        steps.append(StepDef(kernel.name, tuple(args), grid))
-    kats = _kats(r.get("kat", []), types, loc, bad)
+    context = _StepContext(kernels, params, names, attr_names, type_vars, loc, bad)
+    steps = context.steps(raw_steps, f"{loc} steps")
+    ok = ok and context.ok
+    kats = _kats(r.get("kat", []), types, sum(b.role == "in" for b in specs), tuple(attrs), loc, bad)
     if kats is None or not ok:
         return None
     return RoutineDef(rid, str(r.get("summary", "")), str(r.get("doc", "")), types, dict(params), tuple(specs),
-                      tuple(steps), kats, dict(kernels), where)
+                      steps, kats, dict(kernels), where, tuple(attrs), tuple(requires))
 
 
-def _kats(raw: Any, types: Mapping[str, tuple[DataType, ...]], loc: str, bad: Any) -> Any:
-    """``kat = [[in..., out...], ...]`` for every binding, or ``kat.<type set> = [...]``."""
+def _split_args(text: str) -> list[str]:
+    """``a, min(b, c)`` -> ``["a", "min(b, c)"]``: commas outside parentheses."""
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        depth += (ch == "(") - (ch == ")")
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return parts + [cur] if cur.strip() or parts else []
+
+
+class _StepContext:
+    """Validates a routine's steps (and nested ``{ repeat, steps }`` groups)."""
+
+    def __init__(self, kernels: Mapping[str, KernelDef], params: Mapping[str, Any], names: frozenset[str],
+                 attrs: frozenset[str], type_vars: frozenset[str], loc: str, bad: Any) -> None:
+        self.kernels, self.params, self.names, self.attrs, self.type_vars = kernels, params, names, attrs, type_vars
+        self.loc, self.bad, self.ok, self.count = loc, bad, True, 0
+
+    def _fail(self, code: str, message: str, where: str, fix: str) -> None:
+        self.bad(code, message, where, fix)
+        self.ok = False
+
+    def steps(self, raw: list[Any], where: str) -> tuple[StepDef | RepeatDef, ...]:
+        out: list[StepDef | RepeatDef] = []
+        for i, s in enumerate(raw):
+            sloc = f"{where}[{i}]"
+            self.count += 1
+            if self.count > MAX_STEPS:
+                self._fail("U010", f"more than {MAX_STEPS} steps", sloc, "use { repeat, steps } for passes")
+                break
+            if isinstance(s, dict) and "repeat" in s:
+                if set(s) - REPEAT_KEYS or not isinstance(s.get("steps"), list) or not s["steps"]:
+                    self._fail("U010", "a repeat is { repeat = \"<size>\", steps = [...] }", sloc,
+                               'write { repeat = "bits(K) // 4", steps = [{ kernel = ..., args = [...], grid = ... }] }')
+                    continue
+                try:
+                    count = parse_size(str(s["repeat"]), self.names, self.attrs, self.type_vars)
+                except SizeError as exc:
+                    self._fail("U009", f"repeat: {exc}", sloc, 'write repeat = "bits(K) // 4"')
+                    continue
+                out.append(RepeatDef(count, self.steps(s["steps"], f"{sloc} steps")))
+                continue
+            step = self.step(s, sloc)
+            if step is not None:
+                out.append(step)
+        return tuple(out)
+
+    def step(self, s: Any, sloc: str) -> StepDef | None:
+        if not isinstance(s, dict) or set(s) - STEP_KEYS or "kernel" not in s:
+            self._fail("U010", f"a step is a table with {sorted(STEP_KEYS)}", sloc, 'write { kernel = "blocks", args = ["x", "out"], grid = "1" }')
+            return None
+        kernel = self.kernels.get(s["kernel"]) if isinstance(s["kernel"], str) else None
+        if kernel is None:
+            self._fail("U010", f"unknown kernel {s['kernel']!r}", sloc, f"define [kernel.{s['kernel']}] or use one of {sorted(self.kernels)}")
+            return None
+        missing = [p for p in kernel.params if p not in self.params]
+        if missing:
+            self._fail("U007", f"kernel {kernel.name} needs with.{missing[0]}", sloc, f"give with = {{ {missing[0]} = ... }}")
+        args = s.get("args", [])
+        if not isinstance(args, list) or not all(isinstance(a, str) and a in self.names for a in args):
+            self._fail("U010", f"args must name buffers of the routine ({', '.join(sorted(self.names))})", sloc, "fix the names")
+            return None
+        try:
+            grid = parse_size(str(s.get("grid", "")), self.names, self.attrs, self.type_vars)
+        except SizeError as exc:
+            self._fail("U009", f"grid: {exc}", sloc, 'write grid = "ceil_div(len(x), 256)"')
+            return None
+        return StepDef(kernel.name, tuple(args), grid)
+
+
+def _kats(raw: Any, types: Mapping[str, tuple[DataType, ...]], n_inputs: int, attrs: tuple[str, ...],
+          loc: str, bad: Any) -> tuple[KatCase, ...] | None:
+    """``kat = [case, ...]`` for every binding, or ``kat.<type set> = [...]`` for the bindings whose
+    first type variable is in the set. A case is ``[inputs..., outputs...]``, or
+    ``{ in = [...], attrs = { bins = 4 }, out = [...] }`` for a routine with attributes."""
     groups = raw.items() if isinstance(raw, dict) else [(None, raw)]
-    out: list[tuple[frozenset[DataType] | None, tuple[Any, ...]]] = []
+    out: list[KatCase] = []
     for key, cases in groups:
         within = None
         if key is not None:
@@ -260,9 +340,22 @@ def _kats(raw: Any, types: Mapping[str, tuple[DataType, ...]], loc: str, bad: An
             except TypeSetError as exc:
                 bad("U011", f"kat.{key}: {exc}", loc, "key known answers by a type set such as float or u32")
                 return None
-        if not isinstance(cases, list) or not all(isinstance(c, list) for c in cases):
-            bad("U011", "kat must be a list of cases, each a list of the input arrays then the output arrays", loc,
-                "write kat = [[[1, 2, 3], [6]]]")
-            return None
-        out.extend((within, tuple(c)) for c in cases)
+        if not isinstance(cases, list):
+            cases = [None]
+        for case in cases:
+            if isinstance(case, dict) and not set(case) - {"in", "out", "attrs"} and isinstance(case.get("in"), list) \
+                    and isinstance(case.get("out"), list) and isinstance(case.get("attrs", {}), dict):
+                ins, outs, given = case["in"], case["out"], case.get("attrs", {})
+            elif isinstance(case, list):
+                ins, outs, given = case[:n_inputs], case[n_inputs:], {}
+            else:
+                bad("U011", "a known answer is [inputs..., outputs...] or { in = [...], attrs = {...}, out = [...] }", loc,
+                    "write kat = [[[1, 2, 3], [6]]]")
+                return None
+            if len(ins) != n_inputs or not outs or set(given) != set(attrs) \
+                    or not all(type(v) is int and v >= 0 for v in given.values()):
+                bad("U011", f"a known answer needs {n_inputs} input(s), the outputs and attrs {list(attrs)} (integers)", loc,
+                    "give every input, the outputs and every attribute")
+                return None
+            out.append(KatCase(within, tuple(ins), tuple(outs), dict(given)))
     return tuple(out)

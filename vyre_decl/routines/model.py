@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Literal
+import itertools
+from dataclasses import dataclass
+from typing import Any, Iterator, Literal, Mapping
 
 from ..ir.types import DataType
 from .sizes import SizeExpr
 
-__all__ = ["KernelDef", "BufferSpec", "StepDef", "RoutineDef", "Role"]
+__all__ = ["KernelDef", "BufferSpec", "StepDef", "RepeatDef", "KatCase", "RoutineDef", "Role"]
 
-Role = Literal["in", "out", "temp"]
+Role = Literal["in", "out", "temp", "const"]
 
 
 @dataclass(frozen=True)
@@ -27,13 +28,15 @@ class KernelDef:
 
 @dataclass(frozen=True)
 class BufferSpec:
-    """One buffer of a routine: an input, an output or a temporary, its element type (a type
-    variable or a value type) and, unless it is an input, its element count."""
+    """One buffer of a routine: an input, an output, a temporary or a constant, its element type (a
+    type variable or a value type) and, unless it is an input, its element count. A constant holds
+    the values of its expressions (``values``), evaluated before the call."""
 
     name: str
     role: Role
     dtype: str
     size: SizeExpr | None  # None: an input, sized by the caller's array
+    values: tuple[SizeExpr, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -47,8 +50,29 @@ class StepDef:
 
 
 @dataclass(frozen=True)
+class RepeatDef:
+    """Steps run ``count`` times in a row (the passes of a radix sort)."""
+
+    count: SizeExpr
+    steps: tuple[StepDef | RepeatDef, ...]
+
+
+@dataclass(frozen=True)
+class KatCase:
+    """A known answer: input and expected output arrays (as lists), the attributes of the call,
+    and the types of the first type variable it applies to (None: every binding)."""
+
+    within: frozenset[DataType] | None
+    inputs: tuple[Any, ...]
+    outputs: tuple[Any, ...]
+    attrs: dict[str, int]
+
+
+@dataclass(frozen=True)
 class RoutineDef:
-    """A validated routine: ``types`` binds each type variable to the value types it takes."""
+    """A validated routine: ``types`` binds each type variable to the value types it takes;
+    ``attrs`` are the integer attributes a caller gives by keyword; each of ``requires`` must hold
+    (be nonzero) for a call."""
 
     id: str
     summary: str
@@ -56,11 +80,12 @@ class RoutineDef:
     types: dict[str, tuple[DataType, ...]]
     params: dict[str, str]
     buffers: tuple[BufferSpec, ...]
-    steps: tuple[StepDef, ...]
-    kats: tuple[tuple[frozenset[DataType] | None, tuple[Any, ...]], ...]
+    steps: tuple[StepDef | RepeatDef, ...]
+    kats: tuple[KatCase, ...]
     kernels: dict[str, KernelDef]
     file: str
-    attrs: dict[str, int] = field(default_factory=dict)
+    attrs: tuple[str, ...] = ()
+    requires: tuple[SizeExpr, ...] = ()
 
     @property
     def inputs(self) -> tuple[BufferSpec, ...]:
@@ -71,6 +96,29 @@ class RoutineDef:
         return tuple(b for b in self.buffers if b.role == "out")
 
     def bindings(self) -> list[dict[str, DataType]]:
-        """Every binding of the type variables (one type variable today: a list of its types)."""
-        (var, types), = self.types.items() if self.types else (("T", ()),)
-        return [{var: t} for t in types] if self.types else [{}]
+        """Every binding of the type variables (the product of their type sets)."""
+        names = list(self.types)
+        return [dict(zip(names, combo)) for combo in itertools.product(*(self.types[v] for v in names))]
+
+    def step_list(self, scope: Mapping[str, int], attrs: Mapping[str, int]) -> Iterator[StepDef]:
+        """The steps in launch order, repeats unrolled (``scope``: buffer lengths)."""
+        yield from _unroll(self.steps, scope, attrs)
+
+    def all_steps(self) -> Iterator[StepDef]:
+        """Every step declared, each once (repeats not unrolled)."""
+        stack = list(reversed(self.steps))
+        while stack:
+            s = stack.pop()
+            if isinstance(s, RepeatDef):
+                stack.extend(reversed(s.steps))
+            else:
+                yield s
+
+
+def _unroll(steps: tuple[StepDef | RepeatDef, ...], scope: Mapping[str, int], attrs: Mapping[str, int]) -> Iterator[StepDef]:
+    for s in steps:
+        if isinstance(s, RepeatDef):
+            for _ in range(s.count.evaluate(scope, attrs)):
+                yield from _unroll(s.steps, scope, attrs)
+        else:
+            yield s

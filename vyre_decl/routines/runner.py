@@ -10,7 +10,7 @@ graph and replayed when the routine is called again with the same lengths.
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -21,9 +21,9 @@ from ..ir.parser import parse_program
 from ..ir.types import DataType
 from ..ir.validation import check
 from ..registry import Registry
-from .model import RoutineDef
+from .model import BufferSpec, RoutineDef, StepDef
 
-__all__ = ["CompiledRoutine", "bind_types"]
+__all__ = ["CompiledRoutine", "bind_types", "zero_program"]
 
 def bind_types(routine: RoutineDef, dtypes: Sequence[np.dtype]) -> dict[str, DataType]:
     """The binding of the routine's type variable, read from the inputs' numpy dtypes."""
@@ -43,26 +43,29 @@ def bind_types(routine: RoutineDef, dtypes: Sequence[np.dtype]) -> dict[str, Dat
     return binding
 
 
+MAX_COUNT = 2**32 - 1
+
+
 class CompiledRoutine:
-    """A routine for one binding of its type variables: one validated program per step."""
+    """A routine for one binding of its type variables: one validated program per kernel, and for
+    each declared step the binding of the kernel's buffers to the routine's."""
 
     def __init__(self, routine: RoutineDef, binding: dict[str, DataType], registry: Registry) -> None:
         self.routine, self.binding = routine, binding
-        cache: dict[str, Program] = {}
-        self.programs: list[Program] = []
-        for step in routine.steps:
-            if step.kernel not in cache:
-                cache[step.kernel] = self._kernel_program(step.kernel, registry)
-            self.programs.append(cache[step.kernel])
+        self.kernels: dict[str, Program] = {}
         # per step: the kernel's non-workgroup buffers (in declaration order) -> routine buffers
-        self.bound: list[dict[str, str]] = []
-        for step, program in zip(routine.steps, self.programs):
+        self.bound: dict[StepDef, dict[str, str]] = {}
+        for step in routine.all_steps():
+            if step.kernel not in self.kernels:
+                self.kernels[step.kernel] = self._kernel_program(step.kernel, registry)
+            program = self.kernels[step.kernel]
             names = [b.name for b in program.buffers if b.access is not Access.WORKGROUP]
             if len(step.args) != len(names):
                 raise VyreError.one("U013", f"step {step.kernel} binds {len(step.args)} buffer(s), the kernel has {len(names)}",
                                     f"{routine.file} [routine {routine.id}]", "bind every non-workgroup buffer of the kernel, in order")
-            self.bound.append(dict(zip(names, step.args)))
+            self.bound[step] = dict(zip(names, step.args))
         self.dtypes = {b.name: (binding[b.dtype] if b.dtype in binding else DataType(b.dtype)) for b in routine.buffers}
+        self._bits = {f"bits({v})": t.bits for v, t in binding.items()}
 
     def _kernel_program(self, name: str, registry: Registry) -> Program:
         kernel = self.routine.kernels[name]
@@ -76,55 +79,104 @@ class CompiledRoutine:
             raise VyreError(list(exc.diagnostics), f"routine {self.routine.id}: kernel {name} is invalid") from None
         return program
 
-    def sizes(self, lengths: dict[str, int]) -> dict[str, int]:
-        out = dict(lengths)
+    def scope(self, lengths: Mapping[str, int], attrs: Mapping[str, int]) -> tuple[dict[str, int], dict[str, int]]:
+        """Every buffer's element count and the attribute values (``bits(V)`` included) for inputs
+        of these lengths; raises U017 when a requirement fails or a size is out of range."""
+        env = {**attrs, **self._bits}
+        sizes = dict(lengths)
+        where = f"routine {self.routine.id}"
+        shown = ", ".join(f"len({k})={v}" for k, v in lengths.items()) + "".join(f", {k}={v}" for k, v in attrs.items())
+        for cond in self.routine.requires:
+            if not cond.evaluate(sizes, env):
+                raise VyreError.one("U017", f"{self.routine.id} requires {cond.text} ({shown})", where,
+                                    "pass inputs and attributes that satisfy it")
         for spec in self.routine.buffers:
             if spec.size is not None:
-                out[spec.name] = spec.size.evaluate(out, self.routine.attrs)
-        return out
+                count = sizes[spec.name] = spec.size.evaluate(sizes, env)
+                if not 0 <= count <= MAX_COUNT:
+                    raise VyreError.one("U017", f"buffer {spec.name} would hold {count} elements ({shown})", where,
+                                        f"keep every buffer within 0 .. {MAX_COUNT} elements")
+        return sizes, env
 
-    def run_host(self, backend: Any, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+    def steps(self, sizes: Mapping[str, int], env: Mapping[str, int]) -> Iterator[tuple[StepDef, Program, int]]:
+        """Each launch in order: the step, its kernel and its number of workgroups (0: skipped)."""
+        for step in self.routine.step_list(sizes, env):
+            yield step, self.kernels[step.kernel], step.grid.evaluate(sizes, env)
+
+    def const_values(self, spec: BufferSpec, sizes: Mapping[str, int], env: Mapping[str, int]) -> np.ndarray:
+        t = self.dtypes[spec.name]
+        values = [v.evaluate(sizes, env) for v in spec.values]
+        if not all(0 <= v <= t.max for v in values):
+            raise VyreError.one("U017", f"constant {spec.name} = {values} does not fit {t.value}", f"routine {self.routine.id}",
+                                "pass smaller inputs or attributes")
+        return np.array(values, dtype=t.storage_dtype)
+
+    def run_host(self, backend: Any, arrays: Sequence[np.ndarray], attrs: Mapping[str, int]) -> list[np.ndarray]:
         """Every step through ``backend.dispatch`` with host arrays; returns the outputs."""
         env: dict[str, np.ndarray] = {s.name: a for s, a in zip(self.routine.inputs, arrays)}
-        sizes = self.sizes({k: int(v.size) for k, v in env.items()})
+        sizes, scope = self.scope({k: int(v.size) for k, v in env.items()}, attrs)
         for spec in self.routine.buffers:
-            if spec.role != "in":
+            if spec.role == "const":
+                env[spec.name] = self.const_values(spec, sizes, scope)
+            elif spec.role != "in":
                 env[spec.name] = np.zeros(sizes[spec.name], self.dtypes[spec.name].storage_dtype)
-        for step, program, bound in zip(self.routine.steps, self.programs, self.bound):
-            grid = step.grid.evaluate(sizes, self.routine.attrs)
+        for step, program, grid in self.steps(sizes, scope):
             if grid == 0:
                 continue
+            bound = self.bound[step]
             inputs = {b.name: env[bound[b.name]] for b in program.inputs}
             results = backend.dispatch(program, inputs, DispatchConfig(grid=(grid, 1, 1)))
             for decl, value in zip(program.outputs, results):
                 env[bound[decl.name]] = value
         return [env[s.name] for s in self.routine.outputs]
 
-    def resident_steps(self, backend: Any, inputs: Sequence[Any]) -> tuple[Any, dict[str, Any]]:
+    def resident_steps(self, backend: Any, inputs: Sequence[Any], attrs: Mapping[str, int],
+                       zero_fill: bool = False) -> tuple[Any, dict[str, Any]]:
         """The steps over resident buffers of ``backend`` (one with allocate/compile/sequence, as
-        CUDA has) for the device buffers ``inputs``: temporaries and outputs are allocated
-        zero-filled. Returns the dispatch sequence (``run()`` enqueues the steps back to back) and
-        every routine buffer by name; the caller frees what it allocated."""
+        CUDA has) for the device buffers ``inputs``: temporaries, outputs and constants are
+        allocated (zero-filled). Returns the dispatch sequence (``run()`` enqueues the steps back
+        to back) and every routine buffer by name; the caller frees what it allocated. With
+        ``zero_fill`` the sequence starts by zeroing the outputs and temporaries, so it can be
+        captured and replayed."""
         env: dict[str, Any] = {s.name: b for s, b in zip(self.routine.inputs, inputs)}
-        sizes = self.sizes({name: int(b.count) for name, b in env.items()})
+        sizes, scope = self.scope({name: int(b.count) for name, b in env.items()}, attrs)
+        launches = []
         for spec in self.routine.buffers:
-            if spec.role != "in":
-                env[spec.name] = backend.allocate(self.dtypes[spec.name], sizes[spec.name])
-        steps = []
-        for step, program in zip(self.routine.steps, self.programs):
-            grid = step.grid.evaluate(sizes, self.routine.attrs)
+            if spec.role == "const":
+                env[spec.name] = backend.upload(self.const_values(spec, sizes, scope))
+            elif spec.role != "in":
+                env[spec.name] = buf = backend.allocate(self.dtypes[spec.name], sizes[spec.name])
+                if zero_fill and buf.count:
+                    launches.append((backend.compile(zero_program(buf.dtype)), [buf], (-(-buf.count // ZERO_WORKGROUP), 1, 1)))
+        for step, program, grid in self.steps(sizes, scope):
             if grid:
-                steps.append((backend.compile(program), [env[a] for a in step.args], (grid, 1, 1)))
-        return backend.sequence(steps), env
+                launches.append((backend.compile(program), [env[a] for a in step.args], (grid, 1, 1)))
+        return backend.sequence(launches), env
 
-    def run_resident(self, backend: Any, inputs: Sequence[Any]) -> list[Any]:
-        """Every step over resident buffers; the temporaries are freed and the output buffers
-        returned (nothing leaves the device)."""
-        sequence, env = self.resident_steps(backend, inputs)
+    def run_resident(self, backend: Any, inputs: Sequence[Any], attrs: Mapping[str, int]) -> list[Any]:
+        """Every step over resident buffers; the temporaries and constants are freed and the output
+        buffers returned (nothing leaves the device)."""
+        sequence, env = self.resident_steps(backend, inputs, attrs)
         try:
             sequence.run()
         finally:
             for spec in self.routine.buffers:
-                if spec.role == "temp":
+                if spec.role in ("temp", "const"):
                     backend.free(env[spec.name])
         return [env[s.name] for s in self.routine.outputs]
+
+
+ZERO_WORKGROUP = 256
+_ZERO = """program zero_fill workgroup(256, 1, 1) {
+  buffer b: read_write T[] @0
+  if gid.x < len(b) { b[gid.x] = V.zero }
+}"""
+_zero_programs: dict[DataType, Program] = {}
+
+
+def zero_program(dtype: DataType) -> Program:
+    """A kernel that zeroes a buffer of ``dtype`` (one element per invocation)."""
+    found = _zero_programs.get(dtype)
+    if found is None:
+        found = _zero_programs[dtype] = parse_program(_ZERO, "zero_fill", type_vars={"T": dtype, "V": dtype.value_type})
+    return found

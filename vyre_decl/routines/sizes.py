@@ -1,9 +1,11 @@
 """Size expressions of routines: the element counts of temporaries and the grids of steps.
 
-An expression is integer arithmetic over ``len(buffer)``, the routine's integer attributes and
-literals: ``+ - * //``, ``ceil_div(a, b)``, ``min(...)``, ``max(...)`` and parentheses. It is
-parsed once when the routine file loads (names checked there) and evaluated on the host before a
-call, so a bad size is reported with the file, routine and field, never during a launch.
+An expression is integer arithmetic over ``len(buffer)``, the routine's integer attributes,
+``bits(V)`` (the bit width of the type bound to the type variable V) and literals: ``+ - * // %``,
+``ceil_div(a, b)``, ``min(...)``, ``max(...)`` and parentheses; a condition (``require``) is one
+comparison of two such expressions. It is parsed once when the routine file loads (names checked
+there) and evaluated on the host before a call, so a bad size is reported with the file, routine
+and field, never during a launch.
 """
 
 from __future__ import annotations
@@ -20,8 +22,13 @@ _BINOPS: Final[Mapping[type, Callable[[int, int], int]]] = {
     ast.Sub: lambda a, b: a - b,
     ast.Mult: lambda a, b: a * b,
     ast.FloorDiv: lambda a, b: a // b if b else 0,
+    ast.Mod: lambda a, b: a % b if b else 0,
 }
-_CALLS: Final = {"ceil_div", "min", "max", "len"}
+_COMPARE: Final[Mapping[type, Callable[[int, int], bool]]] = {
+    ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b,
+}
+_CALLS: Final = {"ceil_div", "min", "max", "len", "bits"}
 
 
 class SizeError(ValueError):
@@ -38,11 +45,18 @@ class SizeExpr:
     names: frozenset[str]
 
     def evaluate(self, lengths: Mapping[str, int], attrs: Mapping[str, int]) -> int:
+        """The value for these buffer lengths and attributes (``bits(V)`` is looked up in
+        ``attrs`` as ``"bits(V)"``); a condition gives 1 or 0."""
+        if isinstance(self.tree, ast.Compare):
+            left, right = (_eval(e, lengths, attrs) for e in (self.tree.left, self.tree.comparators[0]))
+            return int(_COMPARE[type(self.tree.ops[0])](left, right))
         return _eval(self.tree, lengths, attrs)
 
 
-def parse_size(text: str, buffers: frozenset[str], attrs: frozenset[str]) -> SizeExpr:
-    """Parse ``text``; ``len()`` may name only ``buffers`` and bare names only ``attrs``."""
+def parse_size(text: str, buffers: frozenset[str], attrs: frozenset[str], type_vars: frozenset[str] = frozenset(),
+               condition: bool = False) -> SizeExpr:
+    """Parse ``text``; ``len()`` may name only ``buffers``, ``bits()`` only ``type_vars`` and bare
+    names only ``attrs``. A ``condition`` is one comparison (``len(x) == rows * cols``)."""
     if not isinstance(text, str) or not text.strip():
         raise SizeError("a size must be a non-empty string such as \"len(x)\" or \"ceil_div(len(x), 256)\"")
     if len(text) > MAX_SIZE_TEXT:
@@ -51,32 +65,48 @@ def parse_size(text: str, buffers: frozenset[str], attrs: frozenset[str]) -> Siz
         tree = ast.parse(text.strip(), mode="eval").body
     except SyntaxError as exc:
         raise SizeError(f"{text!r} is not an expression ({exc.msg})") from None
+    if condition != (isinstance(tree, ast.Compare) and len(tree.ops) == 1 and type(tree.ops[0]) in _COMPARE):
+        raise SizeError(f"{text!r}: a condition is one comparison (==, !=, <, <=, >, >=) of two sizes" if condition
+                        else f"{text!r}: a size is integer arithmetic, not a comparison")
     lengths: set[str] = set()
     names: set[str] = set()
+    operands: set[int] = set()  # the Name nodes that are len()'s or bits()'s argument
     for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            if node is not tree:
+                raise SizeError(f"{ast.unparse(node)}: a comparison can only be the whole condition")
+            continue
         if isinstance(node, ast.Call):
             if not isinstance(node.func, ast.Name) or node.func.id not in _CALLS or node.keywords:
-                raise SizeError(f"{ast.unparse(node)}: only len(b), ceil_div(a, b), min(...) and max(...) can be called")
-            if node.func.id == "len":
+                raise SizeError(f"{ast.unparse(node)}: only len(b), bits(V), ceil_div(a, b), min(...) and max(...) can be called")
+            operands.add(id(node.func))
+            if node.func.id == "bits":
+                if len(node.args) != 1 or not isinstance(node.args[0], ast.Name) or node.args[0].id not in type_vars:
+                    raise SizeError(f"{ast.unparse(node)}: bits() takes one type variable of the routine: "
+                                    f"{', '.join(sorted(type_vars)) or 'none'}")
+                operands.add(id(node.args[0]))
+            elif node.func.id == "len":
                 if len(node.args) != 1 or not isinstance(node.args[0], ast.Name) or node.args[0].id not in buffers:
                     raise SizeError(f"{ast.unparse(node)}: len() takes one buffer of the routine: {', '.join(sorted(buffers))}")
                 lengths.add(node.args[0].id)
+                operands.add(id(node.args[0]))
             elif node.func.id == "ceil_div" and len(node.args) != 2:
                 raise SizeError(f"{ast.unparse(node)}: ceil_div takes two arguments")
             elif not node.args:
                 raise SizeError(f"{ast.unparse(node)}: {node.func.id} needs arguments")
         elif isinstance(node, ast.Name):
-            if node.id not in _CALLS and node.id not in buffers and node.id not in attrs:
+            if id(node) in operands:
+                continue
+            if node.id not in attrs:
                 raise SizeError(f"unknown name {node.id!r} (attributes: {', '.join(sorted(attrs)) or 'none'})")
-            if node.id in attrs:
-                names.add(node.id)
+            names.add(node.id)
         elif isinstance(node, ast.BinOp):
             if type(node.op) not in _BINOPS:
-                raise SizeError(f"{ast.unparse(node)}: only + - * // are allowed")
+                raise SizeError(f"{ast.unparse(node)}: only + - * // % are allowed")
         elif isinstance(node, ast.Constant):
             if type(node.value) is not int or node.value < 0:
                 raise SizeError(f"{node.value!r}: only non-negative integer literals are allowed")
-        elif not isinstance(node, (ast.Load, ast.operator, ast.expr_context)):
+        elif not isinstance(node, (ast.Load, ast.operator, ast.expr_context, ast.cmpop)):
             raise SizeError(f"{ast.unparse(node) if isinstance(node, ast.AST) else node}: not allowed in a size")
     return SizeExpr(text, tree, frozenset(lengths), frozenset(names))
 
@@ -90,9 +120,10 @@ def _eval(node: ast.expr, lengths: Mapping[str, int], attrs: Mapping[str, int]) 
     if isinstance(node, ast.BinOp):
         return _BINOPS[type(node.op)](_eval(node.left, lengths, attrs), _eval(node.right, lengths, attrs))
     assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-    if node.func.id == "len":
+    if node.func.id in ("len", "bits"):
         assert isinstance(node.args[0], ast.Name)
-        return int(lengths[node.args[0].id])
+        name = node.args[0].id
+        return int(lengths[name]) if node.func.id == "len" else int(attrs[f"bits({name})"])
     args = [_eval(a, lengths, attrs) for a in node.args]
     if node.func.id == "ceil_div":
         return -(-args[0] // args[1]) if args[1] else 0
