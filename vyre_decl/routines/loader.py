@@ -28,7 +28,7 @@ NAME: Final = re.compile(r"[a-z_][a-z0-9_]*\Z")
 # a kernel parameter's value: an op id, an element (zero, max, ...) or a value type, nothing else,
 # so a routine cannot inject text into a kernel
 PARAM_VALUE: Final = re.compile(r"([a-z][a-z0-9_]*(\.[a-z0-9_]+)+|" + "|".join(ELEMENTS)
-                                + r"|u32|i32|u64|i64|f32|f64|bool)\Z")
+                                + r"|u32|i32|u64|i64|f32|f64|bool|true|false)\Z")
 BUFFER: Final = re.compile(r"\s*(in|out|temp|const)\s+([A-Za-z][A-Za-z0-9]*)\s*\[(.*)\]\s*\Z", re.S)
 TYPE_VAR: Final = re.compile(r"[A-Z][A-Z0-9]*\Z")
 CONST_TYPES: Final = ("u32", "u64")
@@ -37,7 +37,7 @@ KERNEL_KEYS: Final = {"summary", "params", "source"}
 ROUTINE_KEYS: Final = {"id", "summary", "doc", "like", "types", "attrs", "with", "buffers", "require", "steps", "kat"}
 # what `like = "<id>"` takes from an earlier routine of the file unless the routine gives it
 INHERITED: Final = ("types", "attrs", "with", "buffers", "require", "steps")
-STEP_KEYS: Final = {"kernel", "args", "grid"}
+STEP_KEYS: Final = {"kernel", "args", "grid", "types", "with"}
 REPEAT_KEYS: Final = {"repeat", "steps"}
 MAX_STEPS: Final = 64  # declared steps per routine (a repeat counts its steps once)
 
@@ -57,9 +57,15 @@ def load_routine_files() -> tuple[dict[str, RoutineDef], list[Diagnostic]]:
     for d in env_ops_dirs():
         if d.is_dir():
             files.extend(sorted(d.glob("*" + ROUTINE_SUFFIX)))
+    parsed = [_read_file(path) for path in files]
+    # kernels are shared across files by qualified name (family.kernel), first file first
+    shared: dict[str, KernelDef] = {}
+    for p in parsed:
+        for k in p.kernels.values():
+            shared.setdefault(f"{k.family}.{k.name}", k)
     found: dict[str, RoutineDef] = {}
-    for path in files:
-        routines, problems = _load_file(path)
+    for p in parsed:
+        path, routines, problems = p.path, _file_routines(p, shared), p.problems
         taken = [r.id for r in routines if r.id in found]
         for rid in taken:
             problems.append(Diagnostic("U003", f"routine {rid!r} is already defined by {found[rid].file}",
@@ -73,25 +79,38 @@ def load_routine_files() -> tuple[dict[str, RoutineDef], list[Diagnostic]]:
     return found, diags
 
 
-def _load_file(path: Path) -> tuple[list[RoutineDef], list[Diagnostic]]:
-    problems: list[Diagnostic] = []
+class _Parsed:
+    """One routine file read: its TOML, family, kernels and problems so far."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.where = path, str(path)
+        self.doc: dict[str, Any] = {}
+        self.family = ""
+        self.kernels: dict[str, KernelDef] = {}
+        self.problems: list[Diagnostic] = []
+
+    def bad(self, code: str, message: str, location: str, fix: str) -> None:
+        self.problems.append(Diagnostic(code, message, location, fix))
+
+
+def _read_file(path: Path) -> _Parsed:
+    parsed = _Parsed(path)
+    problems = parsed.problems
     where = str(path)
 
-    def bad(code: str, message: str, location: str, fix: str) -> None:
-        problems.append(Diagnostic(code, message, location, fix))
-
+    bad = parsed.bad
     raw = read_bytes(path)
     if isinstance(raw, OSError):
         bad("U001", f"cannot read the file: {raw.strerror or raw}", where, "check the path and its permissions")
-        return [], problems
+        return parsed
     if len(raw) > MAX_FILE_BYTES:
         bad("U001", f"the file is over {MAX_FILE_BYTES} bytes", where, "split it into several routine files")
-        return [], problems
+        return parsed
     try:
-        doc = tomllib.loads(raw.decode("utf-8"))
+        doc = parsed.doc = tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         bad("U001", f"TOML syntax error: {exc}", where, "fix the TOML syntax at that line")
-        return [], problems
+        return parsed
     unknown = set(doc) - {"family", "kernel", "routine"}
     if unknown:
         bad("U002", f"unknown top-level key(s) {sorted(unknown)}", where, "use [family], [kernel.NAME] and [[routine]]")
@@ -99,12 +118,12 @@ def _load_file(path: Path) -> tuple[list[RoutineDef], list[Diagnostic]]:
     if not isinstance(family, dict) or not isinstance(family.get("name"), str) or not NAME.match(family["name"]):
         bad("U002", "a [family] table with a lower-case name is required", where,
             'start the file with [family] name = "reduce" version = "1.0.0" summary = "..."')
-        return [], problems
-    fam = family["name"]
+        return parsed
+    fam = parsed.family = family["name"]
     if set(family) - FAMILY_KEYS:
         bad("U002", f"unknown [family] key(s) {sorted(set(family) - FAMILY_KEYS)}", f"{where} [family]",
             f"use {sorted(FAMILY_KEYS)}")
-    kernels: dict[str, KernelDef] = {}
+    kernels = parsed.kernels
     raw_kernels = doc.get("kernel", {})
     if not isinstance(raw_kernels, dict):
         bad("U002", "kernel must be a table of [kernel.NAME] tables", where, "write [kernel.blocks] source = \"\"\"...\"\"\"")
@@ -129,6 +148,16 @@ def _load_file(path: Path) -> tuple[list[RoutineDef], list[Diagnostic]]:
             bad("U004", f"the source uses ${sorted(used - set(params))[0]}, which is not a parameter", loc,
                 "declare it in params or remove it")
         kernels[name] = KernelDef(name, str(k.get("summary", "")), tuple(params), source, fam)
+    return parsed
+
+
+def _file_routines(parsed: _Parsed, shared: Mapping[str, KernelDef]) -> list[RoutineDef]:
+    """The routines of a file read by ``_read_file``; a step names a kernel of its own file or
+    ``family.kernel`` of any file."""
+    if not parsed.family:
+        return []
+    doc, fam, where, bad = parsed.doc, parsed.family, parsed.where, parsed.bad
+    kernels = {**shared, **parsed.kernels}
     routines = []
     raw_routines = doc.get("routine", [])
     if not isinstance(raw_routines, list):
@@ -142,13 +171,16 @@ def _load_file(path: Path) -> tuple[list[RoutineDef], list[Diagnostic]]:
                 bad("U005", f"like = {r['like']!r} names no earlier routine of this file",
                     f"{where} [routine {r.get('id')}]", f"use one of {sorted(seen) or 'none'} (declared above it)")
                 continue
+            own_with = r.get("with", {})
             r = {**{k: base[k] for k in INHERITED if k in base}, **{k: v for k, v in r.items() if k != "like"}}
+            if isinstance(base.get("with"), dict) and isinstance(own_with, dict):
+                r["with"] = {**base["with"], **own_with}  # with merges: a routine restates only what differs
         if isinstance(r, dict) and isinstance(r.get("id"), str):
             seen[r["id"]] = r
         routine = _routine(r, fam, kernels, where, bad)
         if routine is not None:
             routines.append(routine)
-    return routines, problems
+    return routines
 
 
 def _routine(r: Any, fam: str, kernels: Mapping[str, KernelDef], where: str, bad: Any) -> RoutineDef | None:
@@ -248,8 +280,13 @@ def _routine(r: Any, fam: str, kernels: Mapping[str, KernelDef], where: str, bad
     kats = _kats(r.get("kat", []), types, sum(b.role == "in" for b in specs), tuple(attrs), loc, bad)
     if kats is None or not ok:
         return None
+    used = {step.kernel: kernels[step.kernel] for step in _walk(steps)}
     return RoutineDef(rid, str(r.get("summary", "")), str(r.get("doc", "")), types, dict(params), tuple(specs),
-                      steps, kats, dict(kernels), where, tuple(attrs), tuple(requires))
+                      steps, kats, used, where, tuple(attrs), tuple(requires))
+
+
+def _walk(steps: tuple[StepDef | RepeatDef, ...]) -> list[StepDef]:
+    return [x for s in steps for x in (_walk(s.steps) if isinstance(s, RepeatDef) else [s])]
 
 
 def _split_args(text: str) -> list[str]:
@@ -310,7 +347,12 @@ class _StepContext:
         if kernel is None:
             self._fail("U010", f"unknown kernel {s['kernel']!r}", sloc, f"define [kernel.{s['kernel']}] or use one of {sorted(self.kernels)}")
             return None
-        missing = [p for p in kernel.params if p not in self.params]
+        own = s.get("with", {})
+        if not isinstance(own, dict) or not all(isinstance(v, str) and PARAM_VALUE.match(v) for v in own.values()):
+            self._fail("U007", f"step with = {own!r}: each value is an op id, an element or a type", sloc,
+                       'write with = { lift = "primitive.math.mul" }')
+            return None
+        missing = [p for p in kernel.params if p not in self.params and p not in own]
         if missing:
             self._fail("U007", f"kernel {kernel.name} needs with.{missing[0]}", sloc, f"give with = {{ {missing[0]} = ... }}")
         args = s.get("args", [])
@@ -322,7 +364,13 @@ class _StepContext:
         except SizeError as exc:
             self._fail("U009", f"grid: {exc}", sloc, 'write grid = "ceil_div(len(x), 256)"')
             return None
-        return StepDef(kernel.name, tuple(args), grid)
+        types = s.get("types", {})
+        valid = {t.value for t in DataType} | set(self.type_vars)
+        if not isinstance(types, dict) or not all(TYPE_VAR.match(k) and v in valid for k, v in types.items()):
+            self._fail("U006", f"step types {types!r}: each kernel type variable takes a routine type variable or a type",
+                       sloc, 'write types = { T = "u32" } or types = { T = "A" }')
+            return None
+        return StepDef(s["kernel"], tuple(args), grid, tuple(sorted(types.items())), tuple(sorted(own.items())))
 
 
 def _kats(raw: Any, types: Mapping[str, tuple[DataType, ...]], n_inputs: int, attrs: tuple[str, ...],

@@ -41,12 +41,16 @@ class BufferSpec:
 
 @dataclass(frozen=True)
 class StepDef:
-    """One launch: a kernel, the routine buffers bound to its buffers in declaration order, and the
-    number of workgroups."""
+    """One launch: a kernel (of the file, or ``family.kernel``), the routine buffers bound to its
+    buffers in declaration order, the number of workgroups, and the kernel's type variables bound
+    to a routine type variable or a type where they differ from the routine's (``types``), and
+    parameters that differ from the routine's ``with`` (``params``)."""
 
     kernel: str
     args: tuple[str, ...]
     grid: SizeExpr
+    types: tuple[tuple[str, str], ...] = ()
+    params: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -26,20 +26,24 @@ from .model import BufferSpec, RoutineDef, StepDef
 __all__ = ["CompiledRoutine", "bind_types", "zero_program"]
 
 def bind_types(routine: RoutineDef, dtypes: Sequence[np.dtype]) -> dict[str, DataType]:
-    """The binding of the routine's type variable, read from the inputs' numpy dtypes."""
+    """The binding of the routine's type variables, read from the inputs' numpy dtypes (a type
+    variable no input has takes the first type of its set)."""
     binding: dict[str, DataType] = {}
+    where = f"routine {routine.id}"
     for spec, dtype in zip(routine.inputs, dtypes):
+        allowed = routine.types.get(spec.dtype) or (DataType(spec.dtype),)
+        got = next((t for t in allowed if np.dtype(t.storage_dtype) == dtype), None)
+        if got is None:
+            raise VyreError.one("U012", f"input {spec.name!r} has dtype {dtype}, which {routine.id} does not take",
+                                where, f"pass one of {', '.join(t.value for t in allowed)} "
+                                f"(convert with arr.astype(np.{np.dtype(allowed[0].storage_dtype).name}))")
         if spec.dtype in routine.types:
-            allowed = routine.types[spec.dtype]
-            got = next((t for t in allowed if np.dtype(t.numpy_dtype) == dtype), None)
-            if got is None:
-                raise VyreError.one("U012", f"input {spec.name!r} has dtype {dtype}, which {routine.id} does not take",
-                                    f"routine {routine.id}", f"pass one of {', '.join(t.value for t in allowed)} "
-                                    f"(convert with arr.astype(np.{np.dtype(allowed[0].numpy_dtype).name}))")
             if binding.get(spec.dtype, got) is not got:
                 raise VyreError.one("U012", f"inputs disagree on {spec.dtype}: {binding[spec.dtype].value} and {got.value}",
-                                    f"routine {routine.id}", "pass inputs of one element type")
+                                    where, "pass inputs of one element type")
             binding[spec.dtype] = got
+    for var, types in routine.types.items():
+        binding.setdefault(var, types[0])
     return binding
 
 
@@ -52,13 +56,17 @@ class CompiledRoutine:
 
     def __init__(self, routine: RoutineDef, binding: dict[str, DataType], registry: Registry) -> None:
         self.routine, self.binding = routine, binding
-        self.kernels: dict[str, Program] = {}
+        programs: dict[tuple[Any, ...], Program] = {}
+        self.programs: dict[StepDef, Program] = {}
         # per step: the kernel's non-workgroup buffers (in declaration order) -> routine buffers
         self.bound: dict[StepDef, dict[str, str]] = {}
         for step in routine.all_steps():
-            if step.kernel not in self.kernels:
-                self.kernels[step.kernel] = self._kernel_program(step.kernel, registry)
-            program = self.kernels[step.kernel]
+            types = {**binding, **{k: binding[v] if v in binding else DataType(v) for k, v in step.types}}
+            params = {**routine.params, **dict(step.params)}
+            key = (step.kernel, tuple(sorted(types.items())), tuple(sorted(params.items())))
+            if key not in programs:
+                programs[key] = self._kernel_program(step.kernel, types, params, registry)
+            program = self.programs[step] = programs[key]
             names = [b.name for b in program.buffers if b.access is not Access.WORKGROUP]
             if len(step.args) != len(names):
                 raise VyreError.one("U013", f"step {step.kernel} binds {len(step.args)} buffer(s), the kernel has {len(names)}",
@@ -67,13 +75,14 @@ class CompiledRoutine:
         self.dtypes = {b.name: (binding[b.dtype] if b.dtype in binding else DataType(b.dtype)) for b in routine.buffers}
         self._bits = {f"bits({v})": t.bits for v, t in binding.items()}
 
-    def _kernel_program(self, name: str, registry: Registry) -> Program:
+    def _kernel_program(self, name: str, types: dict[str, DataType], params: Mapping[str, str],
+                        registry: Registry) -> Program:
         kernel = self.routine.kernels[name]
-        source = re.sub(r"\$([a-z_][a-z0-9_]*)", lambda m: self.routine.params[m.group(1)], kernel.source)
+        source = re.sub(r"\$([a-z_][a-z0-9_]*)", lambda m: params[m.group(1)], kernel.source)
         where = f"{self.routine.file} [kernel.{name}] for {self.routine.id}" + "".join(
-            f" {k}={v.value}" for k, v in self.binding.items())
+            f" {k}={v.value}" for k, v in types.items())
         try:
-            program = parse_program(source, where, type_vars=self.binding)
+            program = parse_program(source, where, type_vars=types)
             check(program, registry)
         except VyreError as exc:
             raise VyreError(list(exc.diagnostics), f"routine {self.routine.id}: kernel {name} is invalid") from None
@@ -101,7 +110,7 @@ class CompiledRoutine:
     def steps(self, sizes: Mapping[str, int], env: Mapping[str, int]) -> Iterator[tuple[StepDef, Program, int]]:
         """Each launch in order: the step, its kernel and its number of workgroups (0: skipped)."""
         for step in self.routine.step_list(sizes, env):
-            yield step, self.kernels[step.kernel], step.grid.evaluate(sizes, env)
+            yield step, self.programs[step], step.grid.evaluate(sizes, env)
 
     def const_values(self, spec: BufferSpec, sizes: Mapping[str, int], env: Mapping[str, int]) -> np.ndarray:
         t = self.dtypes[spec.name]
