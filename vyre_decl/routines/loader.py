@@ -34,7 +34,8 @@ TYPE_VAR: Final = re.compile(r"[A-Z][A-Z0-9]*\Z")
 CONST_TYPES: Final = ("u32", "u64")
 FAMILY_KEYS: Final = {"name", "version", "summary"}
 KERNEL_KEYS: Final = {"summary", "params", "source"}
-ROUTINE_KEYS: Final = {"id", "summary", "doc", "like", "types", "attrs", "with", "buffers", "require", "steps", "kat"}
+ROUTINE_KEYS: Final = {"id", "summary", "doc", "like", "types", "attrs", "with", "buffers", "require", "steps", "then",
+                        "kat"}
 # what `like = "<id>"` takes from an earlier routine of the file unless the routine gives it
 INHERITED: Final = ("types", "attrs", "with", "buffers", "require", "steps")
 STEP_KEYS: Final = {"kernel", "args", "grid", "types", "with"}
@@ -175,6 +176,10 @@ def _file_routines(parsed: _Parsed, shared: Mapping[str, KernelDef]) -> list[Rou
             r = {**{k: base[k] for k in INHERITED if k in base}, **{k: v for k, v in r.items() if k != "like"}}
             if isinstance(base.get("with"), dict) and isinstance(own_with, dict):
                 r["with"] = {**base["with"], **own_with}  # with merges: a routine restates only what differs
+        if isinstance(r, dict) and "then" in r:  # steps run after the (inherited) steps
+            then = r["then"]
+            r = {k: v for k, v in r.items() if k != "then"}
+            r["steps"] = (r.get("steps") or []) + then if isinstance(then, list) and isinstance(r.get("steps") or [], list) else None
         if isinstance(r, dict) and isinstance(r.get("id"), str):
             seen[r["id"]] = r
         routine = _routine(r, fam, kernels, where, bad)
