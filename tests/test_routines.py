@@ -27,6 +27,9 @@ def _data(dtype: np.dtype, n: int, seed: int = 0) -> np.ndarray:
     return rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
 
 
+KAT_ULP = 4
+
+
 def _cases():
     for rid, d in sorted(routines().items()):
         for binding in d.bindings():
@@ -43,16 +46,19 @@ def test_standard_routines_load_cleanly():
 def test_every_binding_compiles_and_its_known_answers_hold(rid, binding, registry):
     d = routines()[rid]
     compiled = CompiledRoutine(d, binding, registry)
-    first = next(iter(binding.values()))
+    first = next(iter(binding.values()), None)
     cases = [c for c in d.kats if c.within is None or first in c.within]
-    assert cases, f"{rid} has no known answer for {first.value}"
+    assert cases, f"{rid} has no known answer for {binding}"
     for case in cases:
         ins = [np.array(v, dtype=compiled.dtypes[s.name].storage_dtype) for s, v in zip(d.inputs, case.inputs)]
         want = [np.array(v, dtype=compiled.dtypes[s.name].storage_dtype) for s, v in zip(d.outputs, case.outputs)]
         got = routine(rid)(*ins, backend="reference", **case.attrs)
         got = got if isinstance(got, tuple) else (got,)
         for g, w in zip(got, want):
-            np.testing.assert_array_equal(g, w)
+            if g.dtype.kind == "f":  # known answers are the mathematical values, rounded
+                np.testing.assert_array_max_ulp(g, w, maxulp=KAT_ULP)
+            else:
+                np.testing.assert_array_equal(g, w)
 
 
 INT_ONLY = {"reduce.and": np.bitwise_and, "reduce.or": np.bitwise_or, "reduce.xor": np.bitwise_xor}
