@@ -45,6 +45,11 @@ def test_whole_run_on_the_reference(tmp_path, capsys):
     add = cert["ops"]["primitive.math.add[u32]"]
     assert add["verdict"] == "pass" and add["cases"] > 65536 and add["laws_checked"] >= 6 and add["failed"] == 0
     assert cert["summary"]["verdict"] == "pass" and cert["summary"]["laws_checked"] > 600
+    from vyre_decl.routines import routines
+
+    assert len(cert["routines"]) == sum(len(d.bindings()) for d in routines().values())
+    assert set(cert["routines"]["scan.sum[f32]"]["runs"]) == {"0", "1", "31", "1000", "4097"}
+    assert "routines (" in captured.out
 
 
 def test_planted_registry_errors_are_caught_with_their_kind(tmp_path, monkeypatch, capsys):
@@ -80,6 +85,9 @@ class _Buggy:
         if program.name == "primitive_math_add_u32":
             a = np.asarray(inputs[0])
             outs[0] = np.where((a & 0xF0) == 0x70, outs[0] ^ np.uint32(1), outs[0])
+        if program.name == "scan_tiles" and outs[0].size > 40:  # scan.sum differs from 41 elements on
+            outs[0] = outs[0].copy()
+            outs[0][-1] += outs[0].dtype.type(1)
         if program.name == "vadd_u32" and outs[0].size > 5:
             outs[0] = outs[0].copy()
             outs[0][5] ^= 1
@@ -102,6 +110,30 @@ def test_a_backend_bug_is_reported_with_a_minimised_counterexample(tmp_path):
     assert f.kind == "backend" and f.details["buffer"] == "out" and f.details["index"] == 5
     assert f.details["shrunk_to"][0] < 1000 and (tmp_path / f.capsule).is_file()
     assert main(["replay", str(tmp_path / f.capsule), "--backend", "reference"]) == 0  # the reference itself is right
+
+
+def test_a_routine_bug_is_reported_at_the_smallest_size_that_still_fails():
+    reg = default_registry()
+    conf = Conformance(InProcessRunner(_Buggy()), reg)
+    units = {u.key: u for u in select_units(reg, [], ops=["none"], routines=["scan.sum"])}
+    assert conf.run(units["routine:scan.sum[u32]@31"]).verdict == "pass"
+    r = conf.run(units["routine:scan.sum[u32]@4097"])
+    assert r.verdict == "fail" and r.failed == 1
+    f = r.failures[0]
+    assert f.kind == "backend" and f.details["buffer"] == "out" and f.details["index"] == 4096
+    assert f.details["shrunk_to"] == 64  # the halvings of 4097 tried: ..., 128, 64, 32 (passes), ...
+    assert "smallest N that still differs is 64" in f.message
+
+
+def test_routine_shards_merge_into_the_unsharded_certificate(tmp_path):
+    base = ["--routines", "reduce.s*", "--routines", "bytes.*", "--quiet"]
+    assert run_cli(*base, "--out", str(tmp_path / "all.json")) == 0
+    for i in range(2):
+        assert run_cli(*base, "--shard", f"{i}/2", "--out", str(tmp_path / f"s{i}.json")) == 0
+    assert run_cli("merge", str(tmp_path / "merged.json"), str(tmp_path / "s0.json"), str(tmp_path / "s1.json")) == 0
+    whole = json.loads((tmp_path / "all.json").read_text())
+    assert content(json.loads((tmp_path / "merged.json").read_text())) == content(whole)
+    assert not whole["ops"] and not whole["programs"] and "bytes.crc32[]" in whole["routines"]
 
 
 def test_shards_merge_into_the_unsharded_certificate(tmp_path):

@@ -2,7 +2,8 @@
 
 A certificate names what was certified (backend, device, driver, PTX target), against what (the
 registry fingerprint — a hash of every op file's bytes — and the corpus fingerprint), how (seed,
-random cases per op), and the result of every op x type and every program. Timing fields aside,
+random cases per op), and the result of every op x type, every program and every routine x type
+(each at several sizes). Timing fields aside,
 merging the shards of a run gives exactly the certificate of the unsharded run.
 """
 
@@ -58,16 +59,19 @@ def _program_totals(runs: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _summary(ops: Mapping[str, Any], programs: Mapping[str, Any]) -> dict[str, Any]:
+def _summary(ops: Mapping[str, Any], programs: Mapping[str, Any], routines: Mapping[str, Any]) -> dict[str, Any]:
     kinds: Counter[str] = Counter()
-    for entry in list(ops.values()) + [r for p in programs.values() for r in p["runs"].values()]:
+    sized = list(programs.values()) + list(routines.values())
+    for entry in list(ops.values()) + [r for p in sized for r in p["runs"].values()]:
         kinds.update(f["kind"] for f in entry["failures"])
-    everything = list(ops.values()) + list(programs.values())
+    everything = list(ops.values()) + sized
     return {
         "op_types": len(ops),
         "op_types_passed": sum(e["verdict"] == "pass" for e in ops.values()),
         "programs": len(programs),
         "programs_passed": sum(e["verdict"] == "pass" for e in programs.values()),
+        "routines": len(routines),
+        "routines_passed": sum(e["verdict"] == "pass" for e in routines.values()),
         "cases": sum(e["cases"] for e in everything),
         "failed_cases": sum(e["failed"] for e in everything),
         "laws_checked": sum(e["laws_checked"] for e in ops.values()),
@@ -80,17 +84,19 @@ def _summary(ops: Mapping[str, Any], programs: Mapping[str, Any]) -> dict[str, A
 def build(header: Mapping[str, Any], results: Mapping[str, UnitResult]) -> dict[str, Any]:
     """A certificate from the run's header fields and its unit results."""
     ops: dict[str, Any] = {}
-    runs: dict[str, dict[str, Any]] = {}
+    runs: dict[str, dict[str, dict[str, Any]]] = {"program": {}, "routine": {}}
     for key, r in results.items():
         kind, _, name = key.partition(":")
         if kind == "op":
             ops[name] = _entry(r)
         else:
-            program, _, size = name.rpartition("@")
-            runs.setdefault(program, {})[size] = _entry(r)
-    programs = {name: _program_totals(r) for name, r in sorted(runs.items())}
+            unit, _, size = name.rpartition("@")
+            runs[kind].setdefault(unit, {})[size] = _entry(r)
+    programs = {name: _program_totals(r) for name, r in sorted(runs["program"].items())}
+    routines = {name: _program_totals(r) for name, r in sorted(runs["routine"].items())}
     ops = dict(sorted(ops.items()))
-    return {"schema": SCHEMA, **header, "summary": _summary(ops, programs), "ops": ops, "programs": programs}
+    return {"schema": SCHEMA, **header, "summary": _summary(ops, programs, routines), "ops": ops, "programs": programs,
+            "routines": routines}
 
 
 def content(cert: Mapping[str, Any]) -> dict[str, Any]:
@@ -121,26 +127,29 @@ def merge(certs: list[Mapping[str, Any]]) -> dict[str, Any]:
         raise CertificateError(f"the shards given ({have}) are not exactly 0/{count} .. {count - 1}/{count}. "
                                "Fix: pass every shard of the run once")
     ops: dict[str, Any] = {}
-    runs: dict[str, dict[str, Any]] = {}
+    runs: dict[str, dict[str, dict[str, Any]]] = {"programs": {}, "routines": {}}
     for cert in certs:
         for name, entry in cert["ops"].items():
             if name in ops:
                 raise CertificateError(f"{name} appears in two shards. Fix: merge each shard once")
             ops[name] = entry
-        for name, prog in cert["programs"].items():
-            for size, entry in prog["runs"].items():
-                if size in runs.setdefault(name, {}):
-                    raise CertificateError(f"program {name} size {size} appears in two shards. Fix: merge each shard once")
-                runs[name][size] = entry
-    programs = {name: _program_totals(r) for name, r in sorted(runs.items())}
+        for section, found in runs.items():
+            for name, prog in cert.get(section, {}).items():
+                for size, entry in prog["runs"].items():
+                    if size in found.setdefault(name, {}):
+                        raise CertificateError(f"{section[:-1]} {name} size {size} appears in two shards. "
+                                               "Fix: merge each shard once")
+                    found[name][size] = entry
+    programs = {name: _program_totals(r) for name, r in sorted(runs["programs"].items())}
+    routines = {name: _program_totals(r) for name, r in sorted(runs["routines"].items())}
     ops = dict(sorted(ops.items()))
-    units = len(ops) + sum(len(r) for r in runs.values())
+    units = len(ops) + sum(len(r) for found in runs.values() for r in found.values())
     if first.get("units_total") is not None and units != first["units_total"]:
         raise CertificateError(f"the shards hold {units} units, the run had {first['units_total']}. "
                                "Fix: pass the shards of one complete run")
-    header = {k: first[k] for k in first if k not in ("summary", "ops", "programs")}
+    header = {k: first[k] for k in first if k not in ("summary", "ops", "programs", "routines")}
     header["started"] = min(c["started"] for c in certs)
     header["finished"] = max(c["finished"] for c in certs)
     header["elapsed_s"] = round(sum(c.get("elapsed_s", 0.0) for c in certs), 3)
     header["shard"] = f"merged {count}/{count}"
-    return {**header, "summary": _summary(ops, programs), "ops": ops, "programs": programs}
+    return {**header, "summary": _summary(ops, programs, routines), "ops": ops, "programs": programs, "routines": routines}

@@ -1,7 +1,7 @@
 """``python -m vyre_decl.conform``: certify a backend against the reference.
 
     python -m vyre_decl.conform [--backend auto|cuda|reference|NAME] [--ops GLOB ...] [--dialect NAME ...]
-                                [--programs DIR] [--seed N] [--cases N] [--shard I/N] [--out cert.json]
+                                [--programs DIR] [--routines GLOB] [--no-routines] [--seed N] [--cases N] [--shard I/N] [--out cert.json]
                                 [--capsules DIR] [--accuracy [N]] [--json] [--quiet]
     python -m vyre_decl.conform merge OUT SHARD.json ...
     python -m vyre_decl.conform replay CAPSULE.json [--backend NAME]
@@ -73,11 +73,13 @@ def _table(cert: dict[str, Any]) -> str:
                      f"{sum(e['failed'] for _, e in entries):,}", f"{sum(e['laws_checked'] for _, e in entries):,}",
                      "pass" if ok == len(entries) else "FAIL"))
     progs = cert["programs"]
-    if progs:
-        ok = sum(p["verdict"] == "pass" for p in progs.values())
-        runs = sum(len(p["runs"]) for p in progs.values())
-        rows.append((f"programs ({runs} runs)", f"{ok}/{len(progs)}", f"{sum(p['cases'] for p in progs.values()):,}",
-                     f"{sum(p['failed'] for p in progs.values()):,}", "-", "pass" if ok == len(progs) else "FAIL"))
+    sized = {**{f"program {k}": v for k, v in progs.items()}, **{f"routine {k}": v for k, v in cert.get("routines", {}).items()}}
+    for label, group in (("programs", progs), ("routines", cert.get("routines", {}))):
+        if group:
+            ok = sum(p["verdict"] == "pass" for p in group.values())
+            runs = sum(len(p["runs"]) for p in group.values())
+            rows.append((f"{label} ({runs} runs)", f"{ok}/{len(group)}", f"{sum(p['cases'] for p in group.values()):,}",
+                         f"{sum(p['failed'] for p in group.values()):,}", "-", "pass" if ok == len(group) else "FAIL"))
     widths = [max(len(r[i]) for r in rows) for i in range(6)]
     for r in rows:
         lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
@@ -87,7 +89,7 @@ def _table(cert: dict[str, Any]) -> str:
                   "max ULP / declared"]
         lines += [f"  {k:40s} {a['max_ulp']:>4} / {a['budget']:<4} at {a['at']}" for k, a in measured]
     failures = [(k, f) for k, e in cert["ops"].items() for f in e["failures"]]
-    failures += [(f"{k}@{size}", f) for k, p in progs.items() for size, r in p["runs"].items() for f in r["failures"]]
+    failures += [(f"{k}@{size}", f) for k, p in sized.items() for size, r in p["runs"].items() for f in r["failures"]]
     if failures:
         lines += ["", f"failures ({len(failures)}):"]
         for key, f in failures[:40]:
@@ -99,7 +101,8 @@ def _table(cert: dict[str, Any]) -> str:
             lines.append(f"  ... and {len(failures) - 40} more (see the certificate)")
     s = cert["summary"]
     lines += ["", f"{s['op_types']} op x types ({s['op_types_passed']} pass), {s['programs']} programs "
-              f"({s['programs_passed']} pass), {s['cases']:,} cases ({s['failed_cases']:,} failed), "
+              f"({s['programs_passed']} pass), {s.get('routines', 0)} routine x types ({s.get('routines_passed', 0)} pass), "
+              f"{s['cases']:,} cases ({s['failed_cases']:,} failed), "
               f"{s['laws_checked']:,} law checks ({s['laws_failed']} failed): {s['verdict'].upper()} "
               f"in {cert.get('elapsed_s', 0):.1f} s"]
     return "\n".join(lines)
@@ -113,6 +116,9 @@ def _run(argv: Sequence[str]) -> int:
     ap.add_argument("--dialect", action="append", default=[], help="only ops of this dialect (repeatable)")
     ap.add_argument("--programs", metavar="DIR", help="program corpus directory (default: the shipped corpus; "
                     "with --ops/--dialect programs run only when this is given)")
+    ap.add_argument("--routines", action="append", default=[], metavar="GLOB",
+                    help="only routines whose id matches (repeatable; with --ops/--dialect routines run only when given)")
+    ap.add_argument("--no-routines", action="store_true", help="leave the routines out")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--cases", type=int, default=1000, help="random cases per op x type (default 1000)")
     ap.add_argument("--shard", default="0/1", metavar="I/N", help="run the I-th of N shards (0-based)")
@@ -160,8 +166,11 @@ def _run(argv: Sequence[str]) -> int:
         corpus = load_corpus(programs_dir)
     except Exception as exc:  # noqa: BLE001 - a corpus that does not parse is a usage error
         return _err(f"cannot read the program corpus: {exc}")
-    with_programs = bool(args.programs) or not (args.ops or args.dialect)
-    units = select_units(registry, corpus, args.ops, args.dialect, with_programs)
+    with_programs = bool(args.programs) or not (args.ops or args.dialect or args.routines)
+    with_routines = not args.no_routines and (bool(args.routines) or not (args.ops or args.dialect or args.programs))
+    only_routines = bool(args.routines) and not (args.ops or args.dialect)
+    units = select_units(registry, corpus, args.ops, args.dialect, with_programs, args.routines if with_routines else None,
+                         with_ops=not only_routines)
     if not units:
         return _err("nothing selected. Fix: check --ops/--dialect")
     mine = [u for i, u in enumerate(units) if i % count == index]
@@ -196,7 +205,8 @@ def _run(argv: Sequence[str]) -> int:
         "seed": args.seed,
         "cases_per_op": args.cases,
         "accuracy_samples": args.accuracy,
-        "selection": {"ops": sorted(args.ops), "dialects": sorted(args.dialect), "programs": with_programs},
+        "selection": {"ops": sorted(args.ops), "dialects": sorted(args.dialect), "programs": with_programs,
+                      "routines": sorted(args.routines) if with_routines else None},
         "units_total": len(units),
         "shard": f"{index}/{count}",
         "capsules": str(capsules),

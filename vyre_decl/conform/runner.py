@@ -37,6 +37,7 @@ from .corpus import CorpusProgram, make_inputs
 from .isolation import CaseError, Runner
 from .laws import check_laws
 from .oneop import one_op_program
+from .routines import routine_unit_keys, run_routine
 from .shrink import shrink_op_case, shrink_program_inputs
 from .values import buffer_mismatches, from_bits, mismatches, to_bits
 from .witnesses import random_bits, sweep, witnesses
@@ -50,11 +51,12 @@ _MAX_REPORTED = 3  # failures detailed per unit
 @dataclass(frozen=True)
 class Unit:
     key: str
-    kind: str  # "op" | "program"
+    kind: str  # "op" | "program" | "routine"
     op: OpDef | None = None
     binding: Binding = ()
     program: CorpusProgram | None = None
     size: int = 0
+    routine: Any = None  # (RoutineDef, its binding) of a routine unit
 
 
 @dataclass
@@ -98,10 +100,11 @@ def _types_key(binding: Binding) -> str:
 
 
 def select_units(registry: Registry, corpus: Sequence[CorpusProgram], ops: Sequence[str] = (),
-                 dialects: Sequence[str] = (), programs: bool = True) -> list[Unit]:
+                 dialects: Sequence[str] = (), programs: bool = True, routines: Sequence[str] | None = (),
+                 with_ops: bool = True) -> list[Unit]:
     """Every unit, in the fixed order that sharding and merging rely on."""
     units = []
-    for op in registry:
+    for op in registry if with_ops else ():
         if ops and not any(fnmatch.fnmatchcase(op.id, g) for g in ops):
             continue
         if dialects and op.dialect not in dialects:
@@ -112,6 +115,9 @@ def select_units(registry: Registry, corpus: Sequence[CorpusProgram], ops: Seque
         for entry in corpus:
             for size in PROGRAM_SIZES:
                 units.append(Unit(f"program:{entry.name}@{size}", "program", program=entry, size=size))
+    if routines is not None:  # None: no routines; () every routine; else the ids matching these globs
+        for key, d, binding, size in routine_unit_keys(routines):
+            units.append(Unit(key, "routine", size=size, routine=(d, binding)))
     return units
 
 
@@ -187,6 +193,12 @@ class Conformance:
         if unit.kind == "op":
             assert unit.op is not None
             return self.run_op(unit.key, unit.op, unit.binding)
+        if unit.kind == "routine":
+            res = UnitResult(unit.key)
+            res.cases, res.passed, failures = run_routine(self.runner, self.reference, self.registry, self.seed,
+                                                          unit.key, *unit.routine, unit.size)
+            res.failures = [Failure(f["kind"], f["message"], f["details"]) for f in failures]
+            return res
         assert unit.program is not None
         return self.run_program(unit.key, unit.program, unit.size)
 

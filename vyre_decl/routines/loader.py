@@ -19,7 +19,7 @@ from ..ir.types import DataType
 from ..registry.loader import MAX_FILE_BYTES, ROUTINE_SUFFIX, env_ops_dirs, read_bytes
 from ..registry.typesets import TypeSetError, parse_type_set
 from .model import BufferSpec, KatCase, KernelDef, RepeatDef, Role, RoutineDef, StepDef
-from .sizes import SizeError, parse_size
+from .sizes import SizeError, SizeExpr, parse_size
 
 __all__ = ["standard_routines_dir", "load_routine_files", "PARAM_VALUE"]
 
@@ -35,9 +35,9 @@ CONST_TYPES: Final = ("u32", "u64")
 FAMILY_KEYS: Final = {"name", "version", "summary"}
 KERNEL_KEYS: Final = {"summary", "params", "source"}
 ROUTINE_KEYS: Final = {"id", "summary", "doc", "like", "types", "attrs", "with", "buffers", "require", "steps", "then",
-                        "kat"}
+                        "sample", "kat"}
 # what `like = "<id>"` takes from an earlier routine of the file unless the routine gives it
-INHERITED: Final = ("types", "attrs", "with", "buffers", "require", "steps")
+INHERITED: Final = ("types", "attrs", "with", "buffers", "require", "steps", "sample")
 STEP_KEYS: Final = {"kernel", "args", "grid", "types", "with"}
 REPEAT_KEYS: Final = {"repeat", "steps"}
 MAX_STEPS: Final = 64  # declared steps per routine (a repeat counts its steps once)
@@ -274,6 +274,8 @@ def _routine(r: Any, fam: str, kernels: Mapping[str, KernelDef], where: str, bad
         except SizeError as exc:
             bad("U009", f"require[{i}]: {exc}", loc, 'write require = ["len(x) == rows * cols"]')
             ok = False
+    sample = _sample(r.get("sample", {}), [b.name for b in specs if b.role == "in"], attrs, loc, bad)
+    ok = ok and sample is not None
     raw_steps = r.get("steps")
     if not isinstance(raw_steps, list) or not raw_steps:
         bad("U010", "steps must be a non-empty list of { kernel, args, grid }", loc,
@@ -287,7 +289,29 @@ def _routine(r: Any, fam: str, kernels: Mapping[str, KernelDef], where: str, bad
         return None
     used = {step.kernel: kernels[step.kernel] for step in _walk(steps)}
     return RoutineDef(rid, str(r.get("summary", "")), str(r.get("doc", "")), types, dict(params), tuple(specs),
-                      steps, kats, used, where, tuple(attrs), tuple(requires))
+                      steps, kats, used, where, tuple(attrs), tuple(requires), sample or {})
+
+
+def _sample(raw: Any, inputs: list[str], attrs: list[str], loc: str, bad: Any) -> dict[str, SizeExpr] | None:
+    """``sample``: how conformance sizes the inputs (default N elements each) and sets every
+    attribute, as size expressions of the unit's size N."""
+    if not isinstance(raw, dict) or set(raw) - set(inputs) - set(attrs):
+        bad("U018", f"sample keys must be inputs ({', '.join(inputs)}) or attributes ({', '.join(attrs) or 'none'})", loc,
+            'write sample = { rows = "N // 7 + 1", x = "(N // 7 + 1) * 7" }')
+        return None
+    missing = [a for a in attrs if a not in raw]
+    if missing:
+        bad("U018", f"sample gives no value for the attribute {missing[0]}", loc,
+            f'add sample = {{ {missing[0]} = "<size expression of N>" }} (conformance needs it)')
+        return None
+    out = {}
+    for key, text in raw.items():
+        try:
+            out[key] = parse_size(str(text), frozenset(), frozenset({"N"}))
+        except SizeError as exc:
+            bad("U018", f"sample.{key}: {exc}", loc, 'write an expression of N such as "N // 7 * 7"')
+            return None
+    return out
 
 
 def _walk(steps: tuple[StepDef | RepeatDef, ...]) -> list[StepDef]:

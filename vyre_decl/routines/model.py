@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterator, Literal, Mapping
 
 from ..ir.types import DataType
@@ -90,6 +90,7 @@ class RoutineDef:
     file: str
     attrs: tuple[str, ...] = ()
     requires: tuple[SizeExpr, ...] = ()
+    sample: dict[str, SizeExpr] = field(default_factory=dict)  # conformance: input lengths and attributes from N
 
     @property
     def inputs(self) -> tuple[BufferSpec, ...]:
