@@ -189,6 +189,14 @@ BAD = [
     ("U006", 'types = { T = "float128" }'),
     ("U005", 'id = "other.prod"'),
     ("U005", 'with = { combine = "primitive.math.mul" }\nlike = "mine.nothing"'),
+    ("U010", 'steps = [{ repeat = "2" }]'),
+    ("U009", 'steps = [{ repeat = "bits(Q)", steps = [{ kernel = "one", args = ["x", "out"], grid = "1" }] }]'),
+    ("U006", 'types = { t = "int" }'),
+    ("U016", 'with = { combine = "primitive.math.mul" }\nattrs = ["x"]'),
+    ("U018", 'with = { combine = "primitive.math.mul" }\nattrs = ["bins"]'),
+    ("U009", 'with = { combine = "primitive.math.mul" }\nrequire = ["len(x) = 3"]'),
+    ("U007", 'steps = [{ kernel = "one", args = ["x", "out"], grid = "1", with = { combine = "a b" } }]'),
+    ("U006", 'steps = [{ kernel = "one", args = ["x", "out"], grid = "1", types = { T = "float128" } }]'),
 ]
 
 
@@ -226,3 +234,45 @@ def test_resident_form_never_leaves_the_device():
     assert out.count == 1 and cuda.download(out).tobytes() == routine("reduce.sum")(x, backend="reference").tobytes()
     cuda.free(out)
     cuda.free(buf)
+
+
+def test_lib_covers_every_family_the_numpy_way():
+    be = "reference"
+    x = np.array([3.0, -1.5, 8.25, 0.0], np.float32)
+    assert lib.mean(x, backend=be) == np.float32(2.4375) and lib.argmin(x, backend=be) == 1 and lib.argmax(x, backend=be) == 2
+    assert lib.count_nonzero(x, backend=be) == 3 and lib.any(x, backend=be) and not lib.all(x, backend=be)
+    np.testing.assert_array_equal(lib.cumsum(np.arange(5, dtype=np.int64), backend=be), np.cumsum(np.arange(5)))
+    np.testing.assert_array_equal(lib.nonzero(x, backend=be), [0, 1, 2])
+    m = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(lib.transpose(m, backend=be), m.T)
+    np.testing.assert_array_equal(lib.matmul(m, m.T, backend=be), m @ m.T)
+    keys, vals = lib.sort(np.array([3, 1, 2, 1], np.uint32), np.array([0, 1, 2, 3], np.uint32), backend=be)
+    np.testing.assert_array_equal(keys, [1, 1, 2, 3]) and np.testing.assert_array_equal(vals, [1, 3, 2, 0])
+    top, at = lib.topk(np.array([4, 9, 1, 9], np.uint32), 2, backend=be)
+    np.testing.assert_array_equal(top, [9, 9]) and np.testing.assert_array_equal(at, [1, 3])
+    np.testing.assert_allclose(lib.softmax(np.zeros((2, 4), np.float32), backend=be), np.full((2, 4), 0.25))
+    import zlib
+
+    assert lib.crc32(b"123456789", backend=be) == zlib.crc32(b"123456789") == 0xCBF43926
+    assert lib.find(b"abcabc", ord("c"), backend=be) == 2 and lib.find(b"abc", ord("z"), backend=be) == -1
+    assert lib.byte_histogram(b"aab", backend=be)[ord("a")] == 2
+    with pytest.raises(VyreError) as e:
+        lib.argmin(np.zeros(0, np.float32), backend=be)
+    assert e.value.codes == ["U017"]
+    with pytest.raises(VyreError) as e:
+        lib.matmul(m, m, backend=be)
+    assert e.value.codes == ["U017"]
+
+
+def test_attributes_and_requirements_are_checked_before_any_launch():
+    t = routine("data.transpose")
+    with pytest.raises(VyreError) as e:
+        t(np.zeros(6, np.float32), backend="reference", rows=4, cols=2)
+    assert e.value.codes == ["U017"] and "len(x) == rows * cols" in str(e.value)
+    for bad in ({"rows": 2}, {"rows": 2, "cols": 3, "depth": 1}, {"rows": -1, "cols": 3}, {"rows": 2.0, "cols": 3}):
+        with pytest.raises(VyreError) as e:
+            t(np.zeros(6, np.float32), backend="reference", **bad)
+        assert e.value.codes == ["U016"], bad
+    with pytest.raises(VyreError) as e:
+        routine("sort.radix")(np.zeros(3, np.int32), backend="reference")
+    assert e.value.codes == ["U012"] and "u32" in str(e.value)
