@@ -35,9 +35,9 @@ CONST_TYPES: Final = ("u32", "u64")
 FAMILY_KEYS: Final = {"name", "version", "summary"}
 KERNEL_KEYS: Final = {"summary", "params", "source"}
 ROUTINE_KEYS: Final = {"id", "summary", "doc", "like", "types", "attrs", "with", "buffers", "require", "steps", "then",
-                        "sample", "kat"}
+                        "sample", "written", "kat"}
 # what `like = "<id>"` takes from an earlier routine of the file unless the routine gives it
-INHERITED: Final = ("types", "attrs", "with", "buffers", "require", "steps", "sample")
+INHERITED: Final = ("types", "attrs", "with", "buffers", "require", "steps", "sample", "written")
 STEP_KEYS: Final = {"kernel", "args", "grid", "types", "with"}
 REPEAT_KEYS: Final = {"repeat", "steps"}
 MAX_STEPS: Final = 64  # declared steps per routine (a repeat counts its steps once)
@@ -274,6 +274,12 @@ def _routine(r: Any, fam: str, kernels: Mapping[str, KernelDef], where: str, bad
         except SizeError as exc:
             bad("U009", f"require[{i}]: {exc}", loc, 'write require = ["len(x) == rows * cols"]')
             ok = False
+    written = r.get("written", [])
+    sized = {b.name for b in specs if b.role in ("out", "temp")}
+    if not isinstance(written, list) or not set(written) <= sized:
+        bad("U008", f"written = {written!r} must list outputs and temporaries ({', '.join(sorted(sized))})", loc,
+            'write written = ["partial", "out"] (buffers the steps fill before reading them)')
+        ok, written = False, []
     sample = _sample(r.get("sample", {}), [b.name for b in specs if b.role == "in"], attrs, loc, bad)
     ok = ok and sample is not None
     raw_steps = r.get("steps")
@@ -289,7 +295,7 @@ def _routine(r: Any, fam: str, kernels: Mapping[str, KernelDef], where: str, bad
         return None
     used = {step.kernel: kernels[step.kernel] for step in _walk(steps)}
     return RoutineDef(rid, str(r.get("summary", "")), str(r.get("doc", "")), types, dict(params), tuple(specs),
-                      steps, kats, used, where, tuple(attrs), tuple(requires), sample or {})
+                      steps, kats, used, where, tuple(attrs), tuple(requires), sample or {}, frozenset(written))
 
 
 def _sample(raw: Any, inputs: list[str], attrs: list[str], loc: str, bad: Any) -> dict[str, SizeExpr] | None:

@@ -76,7 +76,8 @@ class KatCase:
 class RoutineDef:
     """A validated routine: ``types`` binds each type variable to the value types it takes;
     ``attrs`` are the integer attributes a caller gives by keyword; each of ``requires`` must hold
-    (be nonzero) for a call."""
+    (be nonzero) for a call; the steps write every element of the ``written`` buffers before
+    reading it, so a replay need not zero them."""
 
     id: str
     summary: str
@@ -91,6 +92,7 @@ class RoutineDef:
     attrs: tuple[str, ...] = ()
     requires: tuple[SizeExpr, ...] = ()
     sample: dict[str, SizeExpr] = field(default_factory=dict)  # conformance: input lengths and attributes from N
+    written: frozenset[str] = frozenset()  # outputs/temporaries the steps fill before reading: not zeroed on replay
 
     @property
     def inputs(self) -> tuple[BufferSpec, ...]:

@@ -120,8 +120,11 @@ class CompiledRoutine:
                                 "pass smaller inputs or attributes")
         return np.array(values, dtype=t.storage_dtype)
 
-    def run_host(self, backend: Any, arrays: Sequence[np.ndarray], attrs: Mapping[str, int]) -> list[np.ndarray]:
-        """Every step through ``backend.dispatch`` with host arrays; returns the outputs."""
+    def run_host(self, backend: Any, arrays: Sequence[np.ndarray], attrs: Mapping[str, int],
+                 fill: int | None = None) -> list[np.ndarray]:
+        """Every step through ``backend.dispatch`` with host arrays; returns the outputs. With
+        ``fill`` the ``written`` buffers start as that byte repeated instead of zeros (a check
+        that the routine really writes them before reading)."""
         env: dict[str, np.ndarray] = {s.name: a for s, a in zip(self.routine.inputs, arrays)}
         sizes, scope = self.scope({k: int(v.size) for k, v in env.items()}, attrs)
         for spec in self.routine.buffers:
@@ -129,6 +132,8 @@ class CompiledRoutine:
                 env[spec.name] = self.const_values(spec, sizes, scope)
             elif spec.role != "in":
                 env[spec.name] = np.zeros(sizes[spec.name], self.dtypes[spec.name].storage_dtype)
+                if fill is not None and spec.name in self.routine.written:
+                    env[spec.name].view(np.uint8)[:] = fill
         for step, program, grid in self.steps(sizes, scope):
             if grid == 0:
                 continue
@@ -145,8 +150,8 @@ class CompiledRoutine:
         CUDA has) for the device buffers ``inputs``: temporaries, outputs and constants are
         allocated (zero-filled). Returns the dispatch sequence (``run()`` enqueues the steps back
         to back) and every routine buffer by name; the caller frees what it allocated. With
-        ``zero_fill`` the sequence starts by zeroing the outputs and temporaries, so it can be
-        captured and replayed."""
+        ``zero_fill`` the sequence starts by zeroing the outputs and temporaries that are not
+        ``written``, so it can be captured and replayed."""
         env: dict[str, Any] = {s.name: b for s, b in zip(self.routine.inputs, inputs)}
         sizes, scope = self.scope({name: int(b.count) for name, b in env.items()}, attrs)
         launches = []
@@ -155,7 +160,7 @@ class CompiledRoutine:
                 env[spec.name] = backend.upload(self.const_values(spec, sizes, scope))
             elif spec.role != "in":
                 env[spec.name] = buf = backend.allocate(self.dtypes[spec.name], sizes[spec.name])
-                if zero_fill and buf.count:
+                if zero_fill and buf.count and spec.name not in self.routine.written:
                     launches.append((backend.compile(zero_program(buf.dtype)), [buf], (-(-buf.count // ZERO_WORKGROUP), 1, 1)))
         for step, program, grid in self.steps(sizes, scope):
             if grid:
