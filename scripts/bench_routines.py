@@ -153,6 +153,7 @@ def main() -> None:
     ap.add_argument("--sizes", default=f"{1 << 24},{1 << 26}")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--only", default="", help="comma-separated routine id prefixes")
+    ap.add_argument("--profile", action="store_true", help="also time each launch of the selected routines alone")
     args = ap.parse_args()
     from vyre_decl.backends.cuda import CudaBackend
     from vyre_decl.routines import routine
@@ -212,7 +213,27 @@ def main() -> None:
             print(f"{b.rid:18s} {b.dtype:4s} {n:9d} {ours * 1e3:8.3f}ms {gbs:6.0f} {gbs / copy_gbs:6.0%} "
                   + (f"{th * 1e3:7.3f}ms" if th else f"{'-':>9s}") + " " + (f"{cu * 1e3:7.3f}ms" if cu else f"{'-':>9s}")
                   + (f" {ours / best:6.2f}x" if best else f"{'-':>8s}") + f"  {b.target}{extra}")
+            if args.profile:
+                profile(r, inputs, attrs, cuda, args.reps)
             plan.close()
+
+
+def profile(r: Any, inputs: list[np.ndarray], attrs: dict[str, int], cuda: Any, reps: int) -> None:
+    """Each launch of the routine timed alone (the same buffers, in order), summed by kernel."""
+    bufs = [cuda.upload(a) for a in inputs]
+    compiled = r.compiled([a.dtype for a in inputs], cuda.registry)
+    sequence, env = compiled.resident_steps(cuda, bufs, attrs)
+    sizes, scope = compiled.scope({s.name: a.size for s, a in zip(compiled.routine.inputs, inputs)}, attrs)
+    names = [step.kernel for step, _, grid in compiled.steps(sizes, scope) if grid]
+    totals: dict[str, list[float]] = {}
+    for name, launch in zip(names, sequence.steps):
+        t = timed(launch, reps, cuda.synchronize)
+        totals.setdefault(name, []).append(t)
+    for name, times in totals.items():
+        print(f"    {name:14s} x{len(times):<3d} {sum(times) * 1e3:8.3f} ms")
+    for b in list(env.values()):
+        if not b.freed:
+            cuda.free(b)
 
 
 if __name__ == "__main__":
