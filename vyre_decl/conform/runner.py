@@ -195,8 +195,9 @@ class Conformance:
             return self.run_op(unit.key, unit.op, unit.binding)
         if unit.kind == "routine":
             res = UnitResult(unit.key)
+            definition, binding = unit.routine
             res.cases, res.passed, failures = run_routine(self.runner, self.reference, self.registry, self.seed,
-                                                          unit.key, *unit.routine, unit.size)
+                                                          unit.key, definition, binding, unit.size)
             res.failures = [Failure(f["kind"], f["message"], f["details"]) for f in failures]
             return res
         assert unit.program is not None

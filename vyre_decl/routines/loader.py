@@ -202,8 +202,8 @@ def _routine(r: Any, fam: str, kernels: Mapping[str, KernelDef], where: str, bad
     raw_types = r.get("types") or {}
     for var, text in (raw_types.items() if isinstance(raw_types, dict) else [("types", None)]):
         try:
-            if not TYPE_VAR.match(var):
-                raise TypeSetError(f"{var!r} is not a type variable (upper case: T, K, V)")
+            if not TYPE_VAR.match(var) or not isinstance(text, str):
+                raise TypeSetError(f"{var!r} = {text!r} is not a type variable (upper case: T, K, V) with a type set")
             types[var] = parse_type_set(text)
         except (TypeSetError, AttributeError, TypeError) as exc:
             bad("U006", f"types.{var}: {exc}", loc, 'write types = { T = "numeric" } (groups: uint, sint, int, float, numeric, any)')
