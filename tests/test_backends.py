@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import vyre_decl
-from vyre_decl.backends import BackendInfo, acquire, backends, register_backend
+from vyre_decl.backends import BackendInfo, acquire, list_backends, register_backend
 from vyre_decl.backends.config import DispatchConfig
 from vyre_decl.ir import VyreError, parse_program
 
@@ -25,7 +25,7 @@ VADD = parse_program("""program vadd workgroup(64, 1, 1) {
 def test_auto_picks_reference_without_a_gpu():
     assert acquire("auto").name == "reference"
     assert acquire("auto") is acquire("reference")
-    assert [b.name for b in backends()][-1] == "reference" or "reference" in [b.name for b in backends()]
+    assert [b.name for b in list_backends()][-1] == "reference" or "reference" in [b.name for b in list_backends()]
 
 
 def test_dispatch_convention(backend):
@@ -158,7 +158,7 @@ def test_entry_point_backends_are_discovered(tmp_path, monkeypatch):
     import vyre_decl.backends as b
 
     monkeypatch.setattr(b, "_entry_points_loaded", False)
-    assert "plugged" in [i.name for i in backends()]
+    assert "plugged" in [i.name for i in list_backends()]
     assert acquire("plugged").dispatch(VADD, []) == ["plugged"]
     sys.modules.pop("vyre_echo_plugin", None)
 
@@ -171,3 +171,19 @@ def test_a_pipeline_keeps_its_workgroup(backend):
     assert info.value.codes == ["D008"]
     (out,) = backend.dispatch(VADD, [a, a], DispatchConfig(workgroup=(256, 1, 1)))
     assert (out == 2 * a).all()
+
+
+def test_acquire_and_dispatch_take_a_registry(tmp_path):
+    import vyre_decl
+    from vyre_decl.registry import load as load_registry
+
+    reg = load_registry()
+    be = acquire("reference", registry=reg)
+    assert be.registry is reg and acquire("reference", registry=reg) is be
+    assert acquire("reference") is not be or acquire("reference").registry.fingerprint == reg.fingerprint
+    out = vyre_decl.dispatch(VADD, [np.arange(3, dtype=np.uint32), np.ones(3, np.uint32)], backend="reference", registry=reg)
+    np.testing.assert_array_equal(out[0], [1, 2, 3])
+    import vyre_decl.backends
+
+    assert callable(vyre_decl.list_backends) and hasattr(vyre_decl.backends, "reference") is not None
+    assert isinstance(vyre_decl.backends, type(vyre_decl))  # the subpackage, whatever the import order

@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 _EXPORTS = {
     # IR
@@ -34,7 +34,7 @@ _EXPORTS = {
     # backends
     "DispatchConfig": "vyre_decl.backends.config",
     "acquire": "vyre_decl.backends",
-    "backends": "vyre_decl.backends",
+    "list_backends": "vyre_decl.backends",
     "register_backend": "vyre_decl.backends",
     "BackendInfo": "vyre_decl.backends",
     # routines
@@ -55,7 +55,7 @@ __all__ = [
     "VyreError",
     "__version__",
     "acquire",
-    "backends",
+    "list_backends",
     "default_registry",
     "dispatch",
     "load_program",
@@ -88,11 +88,13 @@ def validate(program: "Program", registry: "Registry | None" = None) -> list["Di
     return _validate(program, registry or _default())
 
 
-def dispatch(program: "Program", inputs: Any, config: "DispatchConfig | None" = None, backend: str = "auto") -> list[Any]:
-    """Run ``program`` once on ``inputs`` with the named backend (default: the best available)."""
+def dispatch(program: "Program", inputs: Any, config: "DispatchConfig | None" = None, backend: str = "auto",
+             registry: "Registry | None" = None) -> list[Any]:
+    """Run ``program`` once on ``inputs`` with the named backend (default: the best available),
+    against ``registry`` (default: the standard ops plus VYRE_DECL_OPS_PATH)."""
     from .backends import acquire as _acquire
 
-    return _acquire(backend).dispatch(program, inputs, config)
+    return _acquire(backend, registry).dispatch(program, inputs, config)
 
 
 def load_program(path: str) -> "Program":
@@ -104,7 +106,7 @@ def load_program(path: str) -> "Program":
 
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .backends import BackendInfo, acquire, backends, register_backend
+    from .backends import BackendInfo, acquire, list_backends, register_backend
     from .backends.config import DispatchConfig
     from .ir.builder import ProgramBuilder
     from .ir.diagnostics import Diagnostic, VyreError

@@ -9,16 +9,20 @@ whose entry points load either a ``BackendInfo`` or a zero-argument factory.
 from __future__ import annotations
 
 import importlib
+import inspect
 import threading
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
 from ..ir.diagnostics import VyreError
 from ..ir.nodes import Program
 from .config import DEFAULT_CONFIG, DispatchConfig
+
+if TYPE_CHECKING:  # pragma: no cover - the registry loads pydantic; acquire() needs it only when given one
+    from ..registry import Registry
 
 __all__ = [
     "Backend",
@@ -27,7 +31,7 @@ __all__ = [
     "DispatchConfig",
     "DEFAULT_CONFIG",
     "register_backend",
-    "backends",
+    "list_backends",
     "acquire",
     "ENTRY_POINT_GROUP",
     "CAPABILITIES",
@@ -93,8 +97,10 @@ class BackendInfo:
         except Exception:  # noqa: BLE001 - a broken probe means "not available", never a crash
             return False
 
-    def make(self) -> Backend:
-        return _resolve(self.factory)()
+    def make(self, registry: Registry | None = None) -> Backend:
+        """A new instance (on ``registry`` when given: the factory must take ``registry=``)."""
+        factory = _resolve(self.factory)
+        return factory() if registry is None else factory(registry=registry)
 
 
 def _resolve(target: Any) -> Any:
@@ -106,7 +112,7 @@ def _resolve(target: Any) -> Any:
 
 _lock = threading.RLock()
 _infos: dict[str, BackendInfo] = {}
-_instances: dict[str, Backend] = {}
+_instances: dict[tuple[str, str | None], Backend] = {}
 _entry_points_loaded = False
 
 
@@ -122,7 +128,8 @@ def register_backend(info: BackendInfo, *, replace: bool = False) -> None:
             raise VyreError.one("B003", f"backend name {info.name!r} is already registered by {other.source}",
                                 f"backend {info.name!r} from {info.source}", "pick another name or pass replace=True")
         _infos[info.name] = info
-        _instances.pop(info.name, None)
+        for key in [k for k in _instances if k[0] == info.name]:
+            del _instances[key]
 
 
 def _load_entry_points() -> None:
@@ -142,18 +149,19 @@ def _load_entry_points() -> None:
                           RuntimeWarning, stacklevel=2)
 
 
-def backends() -> list[BackendInfo]:
+def list_backends() -> list[BackendInfo]:
     """Every registered backend, highest precedence first."""
     with _lock:
         _load_entry_points()
         return sorted(_infos.values(), key=lambda i: (-i.precedence, i.name))
 
 
-def acquire(name: str = "auto") -> Backend:
-    """The backend called ``name`` (one instance per process), or with ``"auto"`` the available
-    backend of highest precedence."""
+def acquire(name: str = "auto", registry: Registry | None = None) -> Backend:
+    """The backend called ``name`` (one instance per process and registry), or with ``"auto"``
+    the available backend of highest precedence. ``registry`` (default: the standard one) is the
+    op registry the backend validates and compiles against, e.g. one from ``load_registry()``."""
     with _lock:
-        infos = backends()
+        infos = list_backends()
         if name == "auto":
             for info in infos:
                 if info.is_available():
@@ -163,13 +171,17 @@ def acquire(name: str = "auto") -> Backend:
         if name not in info_by_name:
             raise VyreError.one("B001", f"no backend named {name!r}", "acquire",
                                 f"use one of: auto, {', '.join(info_by_name)}")
-        if name not in _instances:
+        key = (name, registry.fingerprint if registry is not None else None)
+        if key not in _instances:
             info = info_by_name[name]
             if not info.is_available():
                 raise VyreError.one("B004", f"backend {name!r} is not available on this machine", "acquire",
                                     'use acquire("auto") or acquire("reference")')
-            _instances[name] = info.make()
-        return _instances[name]
+            if registry is not None and "registry" not in inspect.signature(_resolve(info.factory)).parameters:
+                raise VyreError.one("B005", f"backend {name!r} cannot take a registry", "acquire",
+                                    "call acquire(name) without registry=, or give its factory a registry= parameter")
+            _instances[key] = info.make(registry)
+        return _instances[key]
 
 
 register_backend(

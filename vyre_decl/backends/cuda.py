@@ -30,7 +30,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .. import libcuda as cu
-from .. import __version__
+from .._version import __version__
 from ..emit import EMITTER_CONTRACT, PtxModule, Target, choose_target, emit, explain, kernel_abi
 from ..ir.diagnostics import Diagnostic, VyreError
 from ..ir.nodes import Access, BufferDecl, Program
@@ -48,6 +48,7 @@ from .hostio import (
     host_output,
     infer_grid,
     prepare,
+    xyz,
 )
 
 __all__ = ["CudaBackend", "CudaPipeline", "DeviceBuffer", "PendingDispatch", "Timing", "DispatchSequence",
@@ -195,7 +196,7 @@ class _Pinned:
         if self.ptr:
             cu.call("cuMemFreeHost", c_void_p(self.ptr))
         self.ptr, self.size = p.value or 0, size
-        self.view = np.frombuffer((ctypes.c_ubyte * size).from_address(self.ptr), np.uint8)
+        self.view = np.ctypeslib.as_array((ctypes.c_ubyte * size).from_address(self.ptr))
 
     def close(self) -> None:
         if self.ptr:
@@ -417,7 +418,7 @@ class _Bound:
         self.grid_arg, self.grid = grid, g
         self.epoch = be._epoch
         # a private launcher, so several bound launches of one pipeline can coexist (graphs)
-        values = [c_uint64(by_name[d.name].ptr) for d in pipeline.abi_buffers]
+        values: list[c_uint64 | c_uint32] = [c_uint64(by_name[d.name].ptr) for d in pipeline.abi_buffers]
         values += [c_uint32(counts[d.name]) for d in pipeline.abi_buffers]
         self.values = values
         self.launcher = cu.Launcher(pipeline.function, values, pipeline.program.workgroup_size)
@@ -723,7 +724,7 @@ class CudaBackend:
         self._alive()
         cfg = config or DEFAULT_CONFIG
         if cfg.workgroup is not None and tuple(cfg.workgroup) != program.workgroup_size:
-            program = dataclasses.replace(program, workgroup_size=tuple(cfg.workgroup))
+            program = dataclasses.replace(program, workgroup_size=xyz(cfg.workgroup))
         module, key = self._module_for(program)
         self._check_static(program, module)
         with self._lock:
@@ -819,8 +820,8 @@ class CudaBackend:
                 self._fail("cuMemsetD8Async", result)
         for slot, off in zip(pipeline._ptr_values, layout.offsets):
             slot.value = base + off
-        for slot, d in zip(pipeline._len_values, pipeline.abi_buffers):
-            slot.value = counts[d.name]
+        for length, d in zip(pipeline._len_values, pipeline.abi_buffers):
+            length.value = counts[d.name]
         launcher = pipeline.launcher
         launcher.set_grid(grid)
         if timed:
@@ -957,7 +958,8 @@ class CudaBackend:
                                 where, "convert it to uint32 (0/1) first")
         strides = cai.get("strides")
         if strides is not None:
-            want, step = [], dtype.itemsize
+            want: list[int] = []
+            step = dtype.itemsize
             for n in reversed(shape):
                 want.insert(0, step)
                 step *= n

@@ -24,7 +24,8 @@ from ..ir.types import DataType
 from ..ir.walk import body_exprs
 from .config import DispatchConfig
 
-__all__ = ["Launch", "check_repeat", "check_workgroup", "prepare", "infer_grid", "grid_basis", "host_output", "as_storage", "MAX_ELEMENTS"]
+__all__ = ["Launch", "check_repeat", "check_workgroup", "prepare", "infer_grid", "grid_basis", "host_output", "as_storage", "MAX_ELEMENTS",
+           "xyz"]
 
 MAX_ELEMENTS: Final = 2**32 - 1
 
@@ -174,3 +175,9 @@ def host_output(decl: BufferDecl, raw: np.ndarray) -> np.ndarray:
     """A returned buffer as the user sees it: bool buffers as numpy bool arrays, others as their
     storage dtype (bf16 as uint16 bit patterns)."""
     return raw != 0 if decl.dtype is DataType.BOOL else raw
+
+
+def xyz(size: Sequence[int]) -> tuple[int, int, int]:
+    """A workgroup size or grid given as any 3-sequence, as a tuple of three ints."""
+    x, y, z = size
+    return int(x), int(y), int(z)

@@ -14,7 +14,7 @@ from ..ir.validation import check
 from ..reference.interpreter import CompiledProgram, compile_program
 from ..registry import Registry, default_registry
 from .config import DEFAULT_CONFIG, DispatchConfig
-from .hostio import check_workgroup, host_output, prepare
+from .hostio import check_workgroup, host_output, prepare, xyz
 
 __all__ = ["ReferenceBackend", "ReferencePipeline"]
 
@@ -56,7 +56,7 @@ class ReferenceBackend:
         """Validate and compile ``program`` (raises VyreError listing every problem)."""
         cfg = config or DEFAULT_CONFIG
         if cfg.workgroup is not None and tuple(cfg.workgroup) != program.workgroup_size:
-            program = dataclasses.replace(program, workgroup_size=tuple(cfg.workgroup))
+            program = dataclasses.replace(program, workgroup_size=xyz(cfg.workgroup))
         registry = self.registry
         key = (program.content_hash(), registry.fingerprint)
         with self._lock:

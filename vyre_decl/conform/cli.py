@@ -38,11 +38,11 @@ class _UsageError(Exception):
 
 def _pick_backend(name: str) -> tuple[str, str | None]:
     """(backend name, a note to print); _UsageError when it cannot run here."""
-    from ..backends import backends
+    from ..backends import list_backends
 
-    infos = {b.name: b for b in backends()}
+    infos = {b.name: b for b in list_backends()}
     if name == "auto":
-        for info in backends():
+        for info in list_backends():
             if info.is_available():
                 note = None if info.name != "reference" else \
                     "no GPU backend was found on this machine: certifying the reference backend"
@@ -146,7 +146,7 @@ def _run(argv: Sequence[str]) -> int:
         except ImportError:
             return _err("--accuracy needs mpmath. Fix: pip install mpmath (a test dependency)")
 
-    from .. import __version__
+    from .._version import __version__
     from ..registry import default_registry
     from .certificate import build, corpus_fingerprint
     from .corpus import corpus_dir, load_corpus

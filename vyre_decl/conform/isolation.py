@@ -42,7 +42,7 @@ class Runner(Protocol):
 
 
 def _describe_backend(backend: Any) -> dict[str, Any]:
-    from .. import __version__
+    from .._version import __version__
 
     info: dict[str, Any] = {"id": backend.name, "version": __version__}
     device = getattr(backend, "device", None)

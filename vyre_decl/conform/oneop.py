@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from ..ir.nodes import Access, Atomic, BufferDecl, Id, IdKind, Let, Lit, Load, Op, Program, Store, Var
+from ..ir.nodes import Access, Atomic, BufferDecl, Expr, Id, IdKind, Let, Lit, Load, Op, Program, Store, Var
 from ..ir.signature import Binding
 from ..registry.model import OpDef
 
@@ -24,7 +24,7 @@ def one_op_program(op: OpDef, binding: Binding, attrs: tuple[tuple[str, int], ..
     bufs = [BufferDecl(f"in{j}", Access.READ_WRITE if op.is_atomic and j == 0 else Access.READ, t, binding=j)
             for j, t in enumerate(ins)]
     if op.is_atomic:
-        value = Atomic(op.id, "in0", i, tuple(Load(f"in{j}", i) for j in range(1, len(ins))))
+        value: Expr = Atomic(op.id, "in0", i, tuple(Load(f"in{j}", i) for j in range(1, len(ins))))
         out_t = ins[0]
     else:
         value = Op(op.id, tuple(Load(f"in{j}", i) for j in range(len(ins))), attr_lits, types)

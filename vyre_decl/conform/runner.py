@@ -316,7 +316,7 @@ class Conformance:
         else:
             cols, exp, got, j = args, expected, actual, i
         alone = len(cols[0]) == 1 if cols else True
-        details = {
+        details: dict[str, Any] = {
             "op": op.id,
             "types": _types_key(binding),
             "inputs": _inputs_shown(op, types, cols, j),
@@ -363,8 +363,8 @@ class Conformance:
                 reference_wrong = (self.runner.name != "reference" and backend_meets_kat) or law_broken or \
                     len(ref_bad) * 2 > n
                 kind = "reference" if reference_wrong else "kat"
-                details = {"op": op.id, "types": _types_key(binding), "inputs": _inputs_shown(op, types, args, j),
-                           "known_answer": _show(out_t, want[j]), "reference": _show(out_t, ref[j]),
+                details: dict[str, Any] = {"op": op.id, "types": _types_key(binding),
+                                           "inputs": _inputs_shown(op, types, args, j), "known_answer": _show(out_t, want[j]), "reference": _show(out_t, ref[j]),
                            "backend": _show(out_t, got[j])}
                 why = ("the backend meets the known answer" if backend_meets_kat and self.runner.name != "reference"
                        else "the reference also breaks a law" if law_broken

@@ -66,6 +66,12 @@ def _and(mask: Mask, other: Any) -> Any:
     return other if mask is None else mask & other
 
 
+def _lane_wg(fr: _Frame) -> np.ndarray:
+    """The per-lane workgroup index of a chunk that uses workgroup memory (set before it runs)."""
+    assert fr.lane_wg is not None
+    return fr.lane_wg
+
+
 class _Frame:
     """State of one chunk of invocations while it runs."""
 
@@ -224,7 +230,7 @@ class _Compiler:
             if shared:
                 idx = np.broadcast_to(idx, (fr.n,))
                 ok = idx < count
-                flat = fr.lane_wg * np.uint64(count) + np.where(ok, idx, 0)
+                flat = _lane_wg(fr) * np.uint64(count) + np.where(ok, idx, 0)
                 return np.where(ok, to_value(dtype, mem[flat]), zero)
             if count == 0:
                 return np.full(idx.shape, zero)
@@ -261,7 +267,7 @@ class _Compiler:
                 return result
             addr = idx[lanes].astype(np.int64)
             if shared:
-                addr = addr + fr.lane_wg[lanes].astype(np.int64) * count
+                addr = addr + _lane_wg(fr)[lanes].astype(np.int64) * count
             args = [np.broadcast_to(np.asarray(v, dtype), (fr.n,))[lanes] for v in values]
             mem = fr.mem[name]
             old = (_apply_scan(mem, addr, args[0], combine) if scan
@@ -334,7 +340,7 @@ class _Compiler:
             if m is not None:
                 ok = ok & m
             if shared:
-                idx = fr.lane_wg * np.uint64(count) + np.where(ok, idx, 0)
+                idx = _lane_wg(fr) * np.uint64(count) + np.where(ok, idx, 0)
             raw = np.broadcast_to(raw, (fr.n,))
             if ok.all():
                 mem[idx] = raw
@@ -569,16 +575,16 @@ class CompiledProgram:
         loc = lane % np.uint64(wg_size)
         wg = np.uint64(w0) + lane // np.uint64(wg_size)
         gx, gy, _ = grid
-        local = (loc % np.uint64(wx), (loc // np.uint64(wx)) % np.uint64(wy), loc // np.uint64(wx * wy))
-        group = (wg % np.uint64(gx), (wg // np.uint64(gx)) % np.uint64(gy), wg // np.uint64(gx * gy))
+        local_xyz = (loc % np.uint64(wx), (loc // np.uint64(wx)) % np.uint64(wy), loc // np.uint64(wx * wy))
+        group_xyz = (wg % np.uint64(gx), (wg // np.uint64(gx)) % np.uint64(gy), wg // np.uint64(gx * gy))
         size = (wx, wy, wz)
         for kind, axis in self.ids_used:
             if kind is IdKind.LOCAL:
-                v = local[axis]
+                v = local_xyz[axis]
             elif kind is IdKind.WORKGROUP:
-                v = group[axis]
+                v = group_xyz[axis]
             else:
-                v = group[axis] * np.uint64(size[axis]) + local[axis]
+                v = group_xyz[axis] * np.uint64(size[axis]) + local[axis]
             fr.ids[(kind, axis)] = v.astype(np.uint32)
 
 

@@ -40,7 +40,7 @@ def _code_fingerprint() -> bytes:
 def snapshot_key(sources: Sequence[tuple[Path, bytes | OSError]], diags: Sequence[Diagnostic]) -> str | None:
     """The snapshot key of a registry read from ``sources`` (each op file with the bytes the loader
     read from it); None if a file could not be read: then the loader reports it and caches nothing."""
-    from .. import __version__
+    from .._version import __version__
 
     h = hashlib.sha256(f"{SNAPSHOT_FORMAT}|{__version__}|".encode())
     try:
