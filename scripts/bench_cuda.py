@@ -69,7 +69,7 @@ def main() -> None:
     params = (c_void_p * len(vals))(*[ctypes.cast(byref(v), c_void_p) for v in vals])
     g, blk, zero = ctypes.c_uint(4), ctypes.c_uint(256), ctypes.c_uint(0)
     one = ctypes.c_uint(1)
-    raw_args = (pipe.function, g, one, one, blk, one, one, zero, be._stream, params, None)
+    raw_args = (pipe.function, g, one, one, blk, one, one, zero, c_void_p(be.stream_handle), params, None)
 
     def raw_launch() -> None:
         if launch(*raw_args):
@@ -98,7 +98,7 @@ def main() -> None:
     h2d, d2h = cu._fn("cuMemcpyHtoD_v2"), cu._fn("cuMemcpyDtoH_v2")
     vals2 = [c_uint64(x.ptr) for x in (da, db, dout)] + [c_uint32(1024)] * 3
     params2 = (c_void_p * 6)(*[ctypes.cast(byref(v), c_void_p) for v in vals2])
-    raw2 = (small.function, g, one, one, blk, one, one, zero, be._stream, params2, None)
+    raw2 = (small.function, g, one, one, blk, one, one, zero, c_void_p(be.stream_handle), params2, None)
 
     def raw_roundtrip() -> np.ndarray:
         h2d(da.ptr, a.ctypes.data, 4096)

@@ -43,6 +43,12 @@ __all__ = [
     "ModuleLoadError",
     "STICKY_ERRORS",
     "ATTR",
+    "function",
+    "CU_STREAM_NON_BLOCKING",
+    "CU_EVENT_DISABLE_TIMING",
+    "CU_STREAM_CAPTURE_MODE_THREAD_LOCAL",
+    "CUDA_ERROR_NOT_READY",
+    "CU_JIT_INPUT_PTX",
 ]
 
 CUresult = c_int
@@ -135,6 +141,12 @@ ATTR: Final = {
 # (illegal address, launch timeout, device assert, hardware stack error, illegal instruction,
 # misaligned address, invalid address space, invalid PC, launch failure, unknown)
 STICKY_ERRORS: Final = frozenset({700, 702, 710, 714, 715, 716, 717, 718, 719, 999})
+# flags and codes of the driver API (cuda.h)
+CU_STREAM_NON_BLOCKING: Final = 1
+CU_EVENT_DISABLE_TIMING: Final = 2
+CU_STREAM_CAPTURE_MODE_THREAD_LOCAL: Final = 1
+CUDA_ERROR_NOT_READY: Final = 600
+CU_JIT_INPUT_PTX: Final = 1
 
 _FIXES: Final = {
     100: "no CUDA device is visible: check CUDA_VISIBLE_DEVICES and the driver (nvidia-smi)",
@@ -199,7 +211,10 @@ def available() -> bool:
         return False
 
 
-def _fn(name: str) -> Any:
+def function(name: str) -> Any:
+    """The driver function ``name`` with its declared prototype (argument types checked by
+    ctypes), cached; it returns the CUresult (0 on success). ``call`` raises on failure;
+    ``raw`` gives an unprototyped pointer for the launch hot path."""
     fn = _fns.get(name)
     if fn is None:
         fn = getattr(lib(), name)
@@ -211,7 +226,7 @@ def _fn(name: str) -> Any:
 
 def call(name: str, *args: Any) -> None:
     """Call driver function ``name``; raise CudaError on failure."""
-    result = _fn(name)(*args)
+    result = function(name)(*args)
     if result:
         raise CudaError(name, result)
 
@@ -227,7 +242,7 @@ def error_name(code: int) -> tuple[str, str]:
     """(CUDA_ERROR_..., description) for a CUresult."""
     name, text = c_char_p(), c_char_p()
     try:
-        f_name, f_text = _fn("cuGetErrorName"), _fn("cuGetErrorString")
+        f_name, f_text = function("cuGetErrorName"), function("cuGetErrorString")
         f_name(code, byref(name))
         f_text(code, byref(text))
     except OSError:
@@ -246,14 +261,15 @@ _JIT_INFO_LOG_BUFFER, _JIT_INFO_LOG_BUFFER_SIZE_BYTES = 3, 4
 _JIT_ERROR_LOG_BUFFER, _JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 5, 6
 _JIT_LOG_VERBOSE = 12
 _LOG_BYTES = 16384
+_LOG_OPTIONS = 5  # the five JIT log options below, in order
 
 
 def _log_options() -> tuple[Any, Any, Any, Any]:
     info = ctypes.create_string_buffer(_LOG_BYTES)
     err = ctypes.create_string_buffer(_LOG_BYTES)
-    opts = (c_int * 5)(_JIT_INFO_LOG_BUFFER, _JIT_INFO_LOG_BUFFER_SIZE_BYTES, _JIT_ERROR_LOG_BUFFER,
+    opts = (c_int * _LOG_OPTIONS)(_JIT_INFO_LOG_BUFFER, _JIT_INFO_LOG_BUFFER_SIZE_BYTES, _JIT_ERROR_LOG_BUFFER,
                        _JIT_ERROR_LOG_BUFFER_SIZE_BYTES, _JIT_LOG_VERBOSE)
-    vals = (c_void_p * 5)(ctypes.cast(info, c_void_p), c_void_p(_LOG_BYTES), ctypes.cast(err, c_void_p),
+    vals = (c_void_p * _LOG_OPTIONS)(ctypes.cast(info, c_void_p), c_void_p(_LOG_BYTES), ctypes.cast(err, c_void_p),
                           c_void_p(_LOG_BYTES), c_void_p(1))
     return info, err, opts, vals
 
@@ -263,19 +279,19 @@ def jit_ptx(ptx: bytes) -> tuple[bytes, str]:
     returns (cubin, info log). On failure raises ModuleLoadError carrying the JIT error log."""
     info, err, opts, vals = _log_options()
     state = c_void_p()
-    call("cuLinkCreate_v2", 5, opts, vals, byref(state))
+    call("cuLinkCreate_v2", _LOG_OPTIONS, opts, vals, byref(state))
     try:
         data = ctypes.create_string_buffer(ptx if ptx.endswith(b"\0") else ptx + b"\0")
-        result = _fn("cuLinkAddData_v2")(state, 1, data, len(data), b"vyre_decl.ptx", 0, None, None)  # 1 = PTX
+        result = function("cuLinkAddData_v2")(state, CU_JIT_INPUT_PTX, data, len(data), b"vyre_decl.ptx", 0, None, None)
         if result:
             raise ModuleLoadError(result, err.value.decode(errors="replace"), "cuLinkAddData_v2")
         cubin, size = c_void_p(), c_size_t()
-        result = _fn("cuLinkComplete")(state, byref(cubin), byref(size))
+        result = function("cuLinkComplete")(state, byref(cubin), byref(size))
         if result:
             raise ModuleLoadError(result, err.value.decode(errors="replace"), "cuLinkComplete")
         return ctypes.string_at(cubin, size.value), info.value.decode(errors="replace")
     finally:
-        _fn("cuLinkDestroy")(state)
+        function("cuLinkDestroy")(state)
 
 
 def load_cubin(cubin: bytes) -> c_void_p:
@@ -291,7 +307,7 @@ def load_module(image: bytes) -> tuple[c_void_p, str]:
     info, err, opts, vals = _log_options()
     module = c_void_p()
     buf = ctypes.create_string_buffer(image if image.endswith(b"\0") else image + b"\0")
-    result = _fn("cuModuleLoadDataEx")(byref(module), buf, 5, opts, vals)
+    result = function("cuModuleLoadDataEx")(byref(module), buf, _LOG_OPTIONS, opts, vals)
     if result:
         raise ModuleLoadError(result, err.value.decode(errors="replace"))
     return module, info.value.decode(errors="replace")

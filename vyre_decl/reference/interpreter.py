@@ -584,7 +584,7 @@ class CompiledProgram:
             elif kind is IdKind.WORKGROUP:
                 v = group_xyz[axis]
             else:
-                v = group_xyz[axis] * np.uint64(size[axis]) + local[axis]
+                v = group_xyz[axis] * np.uint64(size[axis]) + local_xyz[axis]
             fr.ids[(kind, axis)] = v.astype(np.uint32)
 
 

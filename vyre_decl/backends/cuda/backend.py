@@ -1,0 +1,155 @@
+"""The CUDA backend's facade: ``CudaBackend`` wires the rooms together (device, memory, kernels,
+pipelines, graphs) and offers the backend API — compile, dispatch (numpy, async, timed), resident
+buffers, sequences and graphs, telemetry."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ...ir.diagnostics import VyreError
+from ...ir.nodes import Program
+from ...ir.types import DataType
+from ...registry import Registry, default_registry
+from ..config import DEFAULT_CONFIG, DispatchConfig
+from ..hostio import xyz
+from .device import Device, DeviceInfo, Timing
+from .graphs import DispatchSequence
+from .kernels import KernelCache
+from .memory import DeviceBuffer, Memory
+from .pipeline import CudaPipeline, PendingDispatch
+
+__all__ = ["CudaBackend"]
+
+
+class CudaBackend:
+    """The GPU backend: programs run on an NVIDIA GPU through PTX we emit and our libcuda binding.
+
+    A sticky error (illegal address, ...) poisons the backend: every later call raises instead of
+    hanging or returning garbage."""
+
+    name = "cuda"
+    capabilities = frozenset({"f64", "i64", "atomics", "workgroup_memory", "workgroup_atomics", "resident_buffers",
+                              "async", "timed", "graphs", "exact_f32"})
+
+    def __init__(self, device: int | None = None, registry: Registry | None = None) -> None:
+        self._registry = registry
+        self._device = Device(device)
+        self.device: DeviceInfo = self._device.info
+        self._memory = Memory(self._device)
+        self._kernels = KernelCache(self._device, lambda: self.registry)
+        self._pipelines: dict[tuple[str, str], CudaPipeline] = {}
+        self._lock = threading.Lock()
+
+    # --- state
+    @property
+    def registry(self) -> Registry:
+        return self._registry or default_registry()
+
+    @property
+    def stream_handle(self) -> int:
+        """The CUstream this backend queues its work on."""
+        return self._device.stream_handle
+
+    @property
+    def counters(self) -> dict[str, int]:
+        return self._device.counters
+
+    def synchronize(self) -> None:
+        """Wait for all queued GPU work of this backend."""
+        self._device.synchronize()
+
+    def telemetry(self) -> dict[str, int]:
+        """Counters since the backend was created."""
+        counters = dict(self._device.counters)
+        with self._lock:
+            counters["launches"] += sum(p.resident_launches for p in self._pipelines.values())
+        return counters
+
+    # --- compilation
+    def emit(self, program: Program) -> str:
+        """The PTX this backend runs for ``program``."""
+        return self._kernels.module_for(program)[0].text
+
+    def compile(self, program: Program, config: DispatchConfig | None = None) -> CudaPipeline:
+        """Validate, emit, JIT (or load from cache) and bind ``program`` for this GPU."""
+        dev = self._device
+        dev.alive()
+        cfg = config or DEFAULT_CONFIG
+        if cfg.workgroup is not None and tuple(cfg.workgroup) != program.workgroup_size:
+            program = dataclasses.replace(program, workgroup_size=xyz(cfg.workgroup))
+        module, key = self._kernels.module_for(program)
+        dev.check_static(program, module)
+        with dev.lock:
+            cached = self._pipelines.get((key, repr(cfg)))
+            if cached is not None:
+                return cached
+            loaded = self._kernels.loaded(module, key)
+            wg = program.workgroup_size
+            if wg[0] * wg[1] * wg[2] > loaded.max_threads:  # registers per thread limit this kernel's workgroups
+                raise VyreError.one("D009", f"this kernel can run at most {loaded.max_threads} invocations per "
+                                    f"workgroup on this GPU, the workgroup {wg} has {wg[0] * wg[1] * wg[2]}",
+                                    f"program {program.name!r}", "use a smaller workgroup size")
+            pipeline = CudaPipeline(dev, self._memory, program, module, loaded.function, cfg)
+            with self._lock:
+                self._pipelines[(key, repr(cfg))] = pipeline
+            return pipeline
+
+    # --- dispatch (numpy)
+    def dispatch(self, program: Program, inputs: Sequence[Any] | Mapping[str, Any],
+                 config: DispatchConfig | None = None) -> list[np.ndarray]:
+        """Run ``program`` once on ``inputs``; returns the outputs in declaration order."""
+        return self.compile(program, config).dispatch(inputs, config)
+
+    def dispatch_async(self, program: Program, inputs: Sequence[Any] | Mapping[str, Any],
+                       config: DispatchConfig | None = None) -> PendingDispatch:
+        return self.compile(program, config).dispatch_async(inputs, config)
+
+    def dispatch_timed(self, program: Program, inputs: Sequence[Any] | Mapping[str, Any],
+                       config: DispatchConfig | None = None) -> tuple[list[np.ndarray], Timing]:
+        return self.compile(program, config).dispatch_timed(inputs, config)
+
+    # --- resident buffers
+    def allocate(self, dtype: DataType | str, count: int) -> DeviceBuffer:
+        """Device memory for ``count`` elements of ``dtype``, zero-filled."""
+        return self._memory.allocate(dtype, count)
+
+    def upload(self, data: Any, dtype: DataType | str | None = None) -> DeviceBuffer:
+        """A new resident buffer holding ``data`` (a numpy array; ``dtype`` defaults to its own)."""
+        return self._memory.upload(data, dtype)
+
+    def upload_at(self, buf: DeviceBuffer, offset: int, data: Any) -> None:
+        """Copy ``data`` into ``buf`` starting at element ``offset``."""
+        self._memory.upload_at(buf, offset, data)
+
+    def download(self, buf: DeviceBuffer) -> np.ndarray:
+        self._memory.own(buf, "download")
+        return self._memory.download_range(buf, 0, buf.count)
+
+    def download_range(self, buf: DeviceBuffer, offset: int, count: int) -> np.ndarray:
+        """Elements ``offset .. offset + count`` of ``buf`` (waits for queued work)."""
+        return self._memory.download_range(buf, offset, count)
+
+    def free(self, buf: DeviceBuffer) -> None:
+        self._memory.free(buf)
+
+    def wrap(self, obj: Any) -> DeviceBuffer:
+        """A resident buffer viewing foreign device memory that exposes ``__cuda_array_interface__``
+        (CuPy, PyTorch, Numba, ...): no copy. ``obj`` is kept alive by the buffer; its stream is
+        waited for, so work queued on it before the call is visible to our kernels."""
+        return self._memory.wrap(obj)
+
+    def sequence(self, steps: Sequence[tuple[CudaPipeline, Any] | tuple[CudaPipeline, Any, tuple[int, int, int]]]) -> DispatchSequence:
+        """Resident dispatches ``(pipeline, buffers[, grid])`` to run in order (``run()``) or to
+        capture once as a CUDA graph and replay (``capture().replay()``)."""
+        bound = []
+        for pipeline, buffers, *grid in steps:
+            bound.append(pipeline.bind(buffers, grid[0] if grid else None))
+        return DispatchSequence(self._device, self._memory, bound)
+
+    def __repr__(self) -> str:
+        d = self.device
+        return f"<CudaBackend {d.name} sm_{d.compute_capability[0]}{d.compute_capability[1]} {d.target}>"

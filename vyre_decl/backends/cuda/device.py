@@ -1,0 +1,243 @@
+"""The device room: one GPU's context, stream and lock, its limits, poisoning after a sticky error,
+events, transfers on the stream and synchronisation.
+
+Every other room of the CUDA backend talks to the GPU through a ``Device``: it makes the context
+current on the calling thread (``alive``), turns a failed driver call into an error and poisons
+itself on a sticky one (``fail``), and counts what happened (``counters``). ``epoch`` goes up when
+a resident buffer is freed or the context is poisoned, so pre-bound launches know to re-check.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from ctypes import byref, c_int, c_size_t, c_void_p
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+from ... import libcuda as cu
+from ...diskcache import cache_dir
+from ...emit import PtxModule, Target, choose_target
+from ...ir.diagnostics import Diagnostic, VyreError
+from ...ir.nodes import Program
+
+__all__ = ["Device", "DeviceInfo", "Timing", "CudaPoisoned", "COUNTERS", "prepare_environment", "cuda_available"]
+
+COUNTERS = ("launches", "graph_launches", "bytes_h2d", "bytes_d2h", "syncs", "ptx_memory_hits", "ptx_disk_hits",
+            "cubin_disk_hits", "module_hits", "jit_compiles", "jit_ms", "load_us", "allocations", "pool_hits",
+            "dispatches")
+_INVALID_CONTEXT = 201  # CUDA_ERROR_INVALID_CONTEXT: this thread has no current context yet
+
+
+def prepare_environment() -> None:
+    """Point the driver's JIT cache at our cache directory (before cuInit; user settings win)."""
+    if not any(k.startswith("CUDA_CACHE_") for k in os.environ):
+        os.environ["CUDA_CACHE_PATH"] = str(cache_dir() / "driver-jit")
+        os.environ["CUDA_CACHE_MAXSIZE"] = str(1 << 30)
+
+
+def cuda_available() -> bool:
+    """Whether a CUDA driver and at least one device are present."""
+    prepare_environment()
+    return cu.available()
+
+
+class CudaPoisoned(VyreError):
+    """The CUDA context hit a sticky error; nothing more can run in this process."""
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    ordinal: int
+    name: str
+    compute_capability: tuple[int, int]
+    multiprocessors: int
+    warp_size: int
+    max_threads_per_block: int
+    max_block: tuple[int, int, int]
+    max_grid: tuple[int, int, int]
+    max_shared_per_block: int
+    total_memory: int
+    cooperative_launch: bool
+    driver_version: int
+    target: Target
+
+
+@dataclass(frozen=True)
+class Timing:
+    wall_s: float  # host time of the whole dispatch, transfers included
+    device_s: float  # GPU time of the launch(es), from CUDA events
+
+
+class Device:
+    """One GPU: its primary context, a non-blocking stream, a lock for the stream's state, and the
+    poisoned flag. ``info`` describes it; ``counters`` are the backend's telemetry."""
+
+    def __init__(self, ordinal: int | None = None) -> None:
+        prepare_environment()
+        self.lock = threading.RLock()
+        self._tls = threading.local()
+        self.poisoned: cu.CudaError | None = None
+        self.epoch = 0
+        self.counters: dict[str, int] = dict.fromkeys(COUNTERS, 0)
+        try:
+            cu.call("cuInit", 0)
+        except OSError as exc:
+            raise VyreError.one("C001", f"cannot load the CUDA driver library: {exc}", "libcuda.so.1",
+                                "install the NVIDIA driver, or use the reference backend") from None
+        ordinal = int(os.environ.get("VYRE_DECL_CUDA_DEVICE", "0")) if ordinal is None else ordinal
+        dev = c_int()
+        cu.call("cuDeviceGet", byref(dev), ordinal)
+        self._handle = dev.value
+        self.info = self._probe(ordinal)
+        ctx = c_void_p()
+        cu.call("cuDevicePrimaryCtxRetain", byref(ctx), self._handle)
+        self._ctx = ctx
+        cu.call("cuCtxSetCurrent", ctx)
+        self._tls.current = True
+        stream = c_void_p()
+        cu.call("cuStreamCreate", byref(stream), cu.CU_STREAM_NON_BLOCKING)
+        self.stream = stream
+        self._capture: c_void_p | None = None
+        self._t0, self._t1 = self.new_event(timing=True), self.new_event(timing=True)
+        self._h2d, self._d2h = cu.function("cuMemcpyHtoDAsync_v2"), cu.function("cuMemcpyDtoHAsync_v2")
+        self._memset, self._sync = cu.function("cuMemsetD8Async"), cu.function("cuStreamSynchronize")
+
+    @property
+    def stream_handle(self) -> int:
+        return self.stream.value or 0
+
+    # --- state and errors
+    def alive(self) -> None:
+        """Raise if the context is poisoned; make it current on this thread."""
+        if not getattr(self._tls, "current", False):
+            cu.call("cuCtxSetCurrent", self._ctx)
+            self._tls.current = True
+        if self.poisoned is not None:
+            e = self.poisoned
+            raise CudaPoisoned(Diagnostic(
+                "C002", f"the CUDA context is unusable after {e.name} from {e.call}; no more GPU work can run in "
+                "this process", f"device {self.info.ordinal} ({self.info.name})",
+                "restart the process (run GPU work in a subprocess to survive faults)"))
+
+    def fail(self, call: str, code: int) -> NoReturn:
+        """Raise the driver error of ``call``; a sticky one poisons the device first."""
+        err = cu.CudaError(call, code)
+        if err.sticky:
+            self.poisoned = err
+            self.epoch += 1
+        raise err
+
+    def checked(self, name: str, *args: Any) -> None:
+        """Call driver function ``name``; on failure, ``fail``."""
+        result = cu.function(name)(*args)
+        if result:
+            self.fail(name, result)
+
+    def buffers_changed(self) -> None:
+        """A resident buffer was freed: pre-bound launches must re-check theirs."""
+        self.epoch += 1
+
+    def relaunch(self, result: int, launch: Any, args: Any) -> None:
+        """A launch failed: if only because this thread had no current context, fix that and
+        launch again; otherwise raise (and poison on a sticky error)."""
+        if result == _INVALID_CONTEXT:
+            self._tls.current = False
+            self.alive()
+            result = launch(*args)
+        if result:
+            self.fail("cuLaunchKernel", result)
+
+    # --- limits
+    def _probe(self, ordinal: int) -> DeviceInfo:
+        def attr(name: str) -> int:
+            v = c_int()
+            cu.call("cuDeviceGetAttribute", byref(v), cu.ATTR[name], self._handle)
+            return v.value
+
+        raw_name = ctypes.create_string_buffer(256)
+        cu.call("cuDeviceGetName", raw_name, 256, self._handle)
+        total = c_size_t()
+        cu.call("cuDeviceTotalMem_v2", byref(total), self._handle)
+        cc = (attr("compute_capability_major"), attr("compute_capability_minor"))
+        driver = cu.driver_version()
+        return DeviceInfo(
+            ordinal, raw_name.value.decode(), cc, attr("multiprocessor_count"), attr("warp_size"),
+            attr("max_threads_per_block"),
+            (attr("max_block_dim_x"), attr("max_block_dim_y"), attr("max_block_dim_z")),
+            (attr("max_grid_dim_x"), attr("max_grid_dim_y"), attr("max_grid_dim_z")),
+            attr("max_shared_memory_per_block"), total.value, bool(attr("cooperative_launch")), driver,
+            choose_target(driver, cc),
+        )
+
+    def check_static(self, program: Program, module: PtxModule) -> None:
+        """Launch limits that depend on the program alone (checked once, at compile time)."""
+        d, wg = self.info, program.workgroup_size
+        where = f"program {program.name!r}"
+        if wg[0] * wg[1] * wg[2] > d.max_threads_per_block or any(w > m for w, m in zip(wg, d.max_block)):
+            raise VyreError.one("D009", f"workgroup {wg} exceeds the device's limits ({d.max_threads_per_block} "
+                                f"threads, {d.max_block} per axis)", where, "use a smaller workgroup size")
+        if module.abi.shared_bytes > d.max_shared_per_block:
+            raise VyreError.one("D009", f"{module.abi.shared_bytes} bytes of workgroup memory exceed the "
+                                f"device's {d.max_shared_per_block}", where, "use smaller workgroup buffers")
+
+    def check_grid(self, program: Program, grid: tuple[int, int, int]) -> None:
+        m = self.info.max_grid
+        if len(grid) != 3 or grid[0] > m[0] or grid[1] > m[1] or grid[2] > m[2]:
+            raise VyreError.one("D009", f"grid {grid} exceeds the device's limits {m}",
+                                f"program {program.name!r}", "split the dispatch or use larger workgroups")
+
+    # --- work on the stream (lock held by the caller where state is shared)
+    def copy_in(self, device_ptr: int, host_ptr: int, nbytes: int) -> None:
+        result = self._h2d(device_ptr, host_ptr, nbytes, self.stream)
+        if result:
+            self.fail("cuMemcpyHtoDAsync_v2", result)
+        self.counters["bytes_h2d"] += nbytes
+
+    def copy_out(self, host_ptr: int, device_ptr: int, nbytes: int) -> None:
+        result = self._d2h(host_ptr, device_ptr, nbytes, self.stream)
+        if result:
+            self.fail("cuMemcpyDtoHAsync_v2", result)
+        self.counters["bytes_d2h"] += nbytes
+
+    def zero(self, device_ptr: int, nbytes: int) -> None:
+        result = self._memset(device_ptr, 0, nbytes, self.stream)
+        if result:
+            self.fail("cuMemsetD8Async", result)
+
+    def synchronize(self) -> None:
+        """Wait for all queued GPU work on the stream."""
+        result = self._sync(self.stream)
+        if result:
+            self.fail("cuStreamSynchronize", result)
+        self.counters["syncs"] += 1
+
+    def capture_stream(self) -> c_void_p:
+        """A private stream to capture graphs on (launches of other threads are not recorded)."""
+        if self._capture is None:
+            stream = c_void_p()
+            cu.call("cuStreamCreate", byref(stream), cu.CU_STREAM_NON_BLOCKING)
+            self._capture = stream
+        return self._capture
+
+    # --- events
+    def new_event(self, timing: bool) -> c_void_p:
+        e = c_void_p()
+        cu.call("cuEventCreate", byref(e), 0 if timing else cu.CU_EVENT_DISABLE_TIMING)
+        return e
+
+    def record(self, event: c_void_p) -> None:
+        self.checked("cuEventRecord", event, self.stream)
+
+    def mark_start(self) -> None:
+        self.record(self._t0)
+
+    def mark_end(self) -> None:
+        self.record(self._t1)
+
+    def elapsed(self) -> float:
+        """Seconds between the last ``mark_start`` and ``mark_end`` (after a synchronize)."""
+        ms = ctypes.c_float()
+        cu.call("cuEventElapsedTime", byref(ms), self._t0, self._t1)
+        return ms.value / 1000.0

@@ -1,0 +1,81 @@
+"""The graphs room: resident launches run back to back (``DispatchSequence``) and captured once as
+a CUDA graph that replays them with one ``cuGraphLaunch`` (``CudaGraph``)."""
+
+from __future__ import annotations
+
+from ctypes import byref, c_void_p
+from typing import Sequence
+
+from ... import libcuda as cu
+from .device import Device
+from .memory import Memory
+from .pipeline import BoundLaunch
+
+__all__ = ["DispatchSequence", "CudaGraph"]
+
+
+class DispatchSequence:
+    """Resident dispatches run back to back in order; ``capture()`` turns them into a CUDA graph."""
+
+    def __init__(self, device: Device, memory: Memory, steps: Sequence[BoundLaunch]) -> None:
+        self.device, self.memory, self.steps = device, memory, list(steps)
+
+    def run(self) -> None:
+        for step in self.steps:
+            step()
+
+    def capture(self) -> CudaGraph:
+        dev = self.device
+        with dev.lock:
+            dev.alive()
+            for step in self.steps:  # re-check first if buffers were freed since binding
+                if step.epoch != dev.epoch:
+                    step.refresh()
+            # capture on a private stream: launches other threads make meanwhile run, not get recorded
+            stream = dev.capture_stream()
+            cu.call("cuStreamBeginCapture_v2", stream, cu.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+            graph = c_void_p()
+            try:
+                for step in self.steps:
+                    result = step.launch_on(stream)
+                    if result:
+                        raise cu.CudaError("cuLaunchKernel (capture)", result)
+            finally:
+                cu.call("cuStreamEndCapture", stream, byref(graph))
+            exec_ = c_void_p()
+            cu.call("cuGraphInstantiateWithFlags", byref(exec_), graph, 0)
+        return CudaGraph(dev, self.memory, graph, exec_, self.steps)
+
+
+class CudaGraph:
+    """A captured sequence of launches; ``replay()`` runs all of them with one cuGraphLaunch."""
+
+    def __init__(self, device: Device, memory: Memory, graph: c_void_p, exec_: c_void_p,
+                 steps: list[BoundLaunch]) -> None:
+        self.device, self.memory = device, memory
+        self._graph, self._exec = graph, exec_
+        self.steps, self.launches = steps, len(steps)
+        self._epoch = device.epoch
+        self._launch = cu.raw("cuGraphLaunch")
+        self._args = (exec_, device.stream)
+
+    def replay(self) -> None:
+        """Run the captured launches again (with the buffers they were captured with)."""
+        dev = self.device
+        dev.alive()
+        if self._epoch != dev.epoch:  # a buffer was freed since: make sure it is none of ours
+            for step in self.steps:
+                for buf in step.buffers:
+                    self.memory.own(buf, "captured graph")
+            self._epoch = dev.epoch
+        with dev.lock:
+            result = self._launch(*self._args)
+        if result:
+            dev.fail("cuGraphLaunch", result)
+        dev.counters["graph_launches"] += 1
+
+    def close(self) -> None:
+        if self._exec:
+            cu.call("cuGraphExecDestroy", self._exec)
+            cu.call("cuGraphDestroy", self._graph)
+            self._exec = self._graph = None  # type: ignore[assignment]

@@ -1,0 +1,116 @@
+"""The kernels room: PTX and cubins for programs, cached in memory and on disk, and the loaded
+modules.
+
+The key of a program is its content hash with the registry fingerprint, the emitter contract,
+the package version, the PTX target, the compute capability and the driver version. PTX text and
+the compiled cubin are kept in memory and on disk, loaded modules in memory; a second process
+loads the cubin and never JITs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from ctypes import byref, c_int, c_void_p
+from dataclasses import dataclass
+from typing import Callable
+
+from ... import libcuda as cu
+from ..._version import __version__
+from ...diskcache import DiskCache, cache_dir
+from ...emit import EMITTER_CONTRACT, PtxModule, emit, explain, kernel_abi
+from ...ir.diagnostics import Diagnostic, VyreError
+from ...ir.nodes import Program
+from ...ir.validation import check
+from ...registry import Registry
+from .device import Device
+
+__all__ = ["KernelCache", "LoadedKernel"]
+
+_MAX_THREADS_PER_BLOCK = 0  # CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+
+
+@dataclass(frozen=True)
+class LoadedKernel:
+    """A module loaded on the device: its handle, the kernel function, and the most invocations
+    per workgroup its register use allows."""
+
+    module: c_void_p
+    function: c_void_p
+    max_threads: int
+
+
+class KernelCache:
+    """PTX, cubins and loaded modules of one device, for the registry ``registry()`` returns."""
+
+    def __init__(self, device: Device, registry: Callable[[], Registry]) -> None:
+        self.device, self._registry = device, registry
+        self._ptx: dict[str, PtxModule] = {}
+        self._modules: dict[str, LoadedKernel] = {}
+        root = cache_dir()
+        self._ptx_disk, self._cubin_disk = DiskCache(root, "ptx"), DiskCache(root, "cubin")
+
+    def module_for(self, program: Program) -> tuple[PtxModule, str]:
+        """The PTX of ``program`` (validated, emitted or read from a cache) and its cache key."""
+        reg = self._registry()
+        info = self.device.info
+        target, cc = info.target, info.compute_capability
+        counters = self.device.counters
+        key = hashlib.sha256("|".join([program.content_hash(), reg.fingerprint, EMITTER_CONTRACT, __version__,
+                                       str(target.sm), target.version, f"{cc[0]}.{cc[1]}",
+                                       str(info.driver_version)]).encode()).hexdigest()
+        module = self._ptx.get(key)
+        if module is not None:
+            counters["ptx_memory_hits"] += 1
+            return module, key
+        check(program, reg)
+        text = self._ptx_disk.get(key)
+        if text is not None:
+            counters["ptx_disk_hits"] += 1
+            module = PtxModule(text.decode(), kernel_abi(program), target, EMITTER_CONTRACT, program.content_hash())
+        else:
+            module = emit(program, reg, target, validated=True)
+            self._ptx_disk.put(key, module.text.encode())
+        self._ptx[key] = module
+        return module, key
+
+    def loaded(self, module: PtxModule, key: str) -> LoadedKernel:
+        """The module loaded on the device (from memory, the cubin cache, or a JIT). Lock held."""
+        found = self._modules.get(key)
+        if found is not None:
+            self.device.counters["module_hits"] += 1
+            return found
+        found = self._modules[key] = self._load(module, key)
+        return found
+
+    def _load(self, module: PtxModule, key: str) -> LoadedKernel:
+        counters = self.device.counters
+        cubin = self._cubin_disk.get(key)
+        if cubin is not None:
+            counters["cubin_disk_hits"] += 1
+            try:
+                return self._load_cubin(cubin, module)
+            except cu.CudaError as exc:  # e.g. built for another GPU of the same target: build it again
+                if exc.sticky:
+                    raise
+        t0 = time.perf_counter()
+        try:
+            cubin, _info = cu.jit_ptx(module.text.encode())
+        except cu.ModuleLoadError as exc:
+            raise VyreError(Diagnostic("E012", f"the driver's JIT rejected the PTX ({exc.name}):\n"
+                                       + explain(module.text, exc.log), f"program {module.entry}",
+                                       "this is an emitter or op-template bug: report it with the PTX above")) from None
+        counters["jit_compiles"] += 1
+        counters["jit_ms"] += int((time.perf_counter() - t0) * 1000)
+        self._cubin_disk.put(key, cubin)
+        return self._load_cubin(cubin, module)
+
+    def _load_cubin(self, cubin: bytes, module: PtxModule) -> LoadedKernel:
+        t0 = time.perf_counter()
+        mod = cu.load_cubin(cubin)
+        fn = c_void_p()
+        cu.call("cuModuleGetFunction", byref(fn), mod, module.entry.encode())
+        limit = c_int()
+        cu.call("cuFuncGetAttribute", byref(limit), _MAX_THREADS_PER_BLOCK, fn)
+        self.device.counters["load_us"] += int((time.perf_counter() - t0) * 1e6)
+        return LoadedKernel(mod, fn, limit.value)

@@ -1,0 +1,252 @@
+"""The memory room: device allocations (a pool of power-of-two blocks), page-locked staging for
+transfers, and resident buffers (``DeviceBuffer``) with their uploads, downloads and frees.
+
+A ``Memory`` belongs to one ``Device``. Arenas for numpy dispatches come from the same pool
+(``take``/``give``); ``staging`` is the shared pinned area the synchronous paths copy through.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from ctypes import byref, c_uint64, c_void_p
+from typing import Any
+
+import numpy as np
+
+from ... import libcuda as cu
+from ...ir.diagnostics import VyreError
+from ...ir.nodes import Access, BufferDecl
+from ...ir.types import DataType
+from ..hostio import as_storage
+from .device import Device
+
+__all__ = ["Memory", "DeviceBuffer", "Pinned", "ALIGN", "aligned"]
+
+ALIGN = 256
+_OUT_OF_MEMORY = 2  # CUDA_ERROR_OUT_OF_MEMORY
+_NUMPY_TO_TYPE = {
+    np.dtype(np.uint8): DataType.U8, np.dtype(np.int8): DataType.I8, np.dtype(np.uint16): DataType.U16,
+    np.dtype(np.int16): DataType.I16, np.dtype(np.uint32): DataType.U32, np.dtype(np.int32): DataType.I32,
+    np.dtype(np.uint64): DataType.U64, np.dtype(np.int64): DataType.I64, np.dtype(np.float16): DataType.F16,
+    np.dtype(np.float32): DataType.F32, np.dtype(np.float64): DataType.F64, np.dtype(np.bool_): DataType.BOOL,
+}
+
+
+def aligned(n: int) -> int:
+    return -(-max(n, 1) // ALIGN) * ALIGN
+
+
+def dtype_of(arr: np.ndarray) -> DataType:
+    try:
+        return _NUMPY_TO_TYPE[arr.dtype]
+    except KeyError:
+        raise VyreError.one("D002", f"no vyre type for numpy dtype {arr.dtype}", "upload",
+                            "pass dtype=... explicitly (e.g. 'bf16' for uint16 bit patterns)") from None
+
+
+class DeviceBuffer:
+    """Device memory owned by one CUDA backend, holding ``count`` elements of ``dtype``."""
+
+    __slots__ = ("memory", "ptr", "nbytes", "dtype", "count", "capacity", "freed", "owned", "owner", "__weakref__")
+
+    def __init__(self, memory: Memory, ptr: int, dtype: DataType, count: int, capacity: int, owned: bool = True):
+        self.memory, self.ptr, self.dtype, self.count = memory, ptr, dtype, count
+        self.nbytes = count * dtype.size
+        self.capacity, self.freed, self.owned = capacity, False, owned
+        self.owner: Any = None  # the foreign array a wrapped buffer views
+
+    def __repr__(self) -> str:
+        state = "freed" if self.freed else f"0x{self.ptr:x}"
+        return f"<DeviceBuffer {self.count} x {self.dtype} at {state}>"
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        if self.freed:
+            raise VyreError.one("C004", "this device buffer was freed", repr(self), "allocate a new buffer")
+        return {
+            "shape": (self.count,),
+            "typestr": self.dtype.storage_dtype.str,
+            "data": (self.ptr, False),
+            "version": 3,
+            "strides": None,
+            "stream": self.memory.device.stream_handle,
+        }
+
+    def download(self) -> np.ndarray:
+        return self.memory.download_range(self, 0, self.count)
+
+    def download_range(self, offset: int, count: int) -> np.ndarray:
+        return self.memory.download_range(self, offset, count)
+
+    def upload(self, data: Any, offset: int = 0) -> None:
+        self.memory.upload_at(self, offset, data)
+
+    def free(self) -> None:
+        self.memory.free(self)
+
+
+class Pinned:
+    """A growable page-locked host buffer for transfers."""
+
+    def __init__(self) -> None:
+        self.ptr, self.size, self.view = 0, 0, np.zeros(0, np.uint8)
+
+    def ensure(self, nbytes: int) -> None:
+        if nbytes <= self.size:
+            return
+        size = max(1 << 16, 1 << (nbytes - 1).bit_length())
+        p = c_void_p()
+        cu.call("cuMemHostAlloc", byref(p), size, 0)
+        if self.ptr:
+            cu.call("cuMemFreeHost", c_void_p(self.ptr))
+        self.ptr, self.size = p.value or 0, size
+        self.view = np.ctypeslib.as_array((ctypes.c_ubyte * size).from_address(self.ptr))
+
+    def close(self) -> None:
+        if self.ptr:
+            cu.call("cuMemFreeHost", c_void_p(self.ptr))
+            self.ptr, self.size = 0, 0
+
+
+class Memory:
+    """Allocations and transfers of one device. Blocks are pooled in power-of-two buckets and
+    reused instead of cuMemAlloc/cuMemFree."""
+
+    def __init__(self, device: Device) -> None:
+        self.device = device
+        self.staging = Pinned()
+        self._free: dict[int, list[int]] = {}
+
+    # --- the pool
+    def take(self, nbytes: int) -> tuple[int, int]:
+        """A device block of at least ``nbytes``: (pointer, capacity). Lock held by the caller."""
+        cap = max(ALIGN, 1 << (max(nbytes, 1) - 1).bit_length())
+        bucket = self._free.get(cap)
+        counters = self.device.counters
+        if bucket:
+            counters["pool_hits"] += 1
+            return bucket.pop(), cap
+        ptr = c_uint64()
+        try:
+            cu.call("cuMemAlloc_v2", byref(ptr), cap)
+        except cu.CudaError as exc:
+            if exc.code != _OUT_OF_MEMORY or not any(self._free.values()):
+                raise
+            self.trim()  # out of memory: give cached blocks back and try once more
+            cu.call("cuMemAlloc_v2", byref(ptr), cap)
+        counters["allocations"] += 1
+        return ptr.value, cap
+
+    def give(self, ptr: int, cap: int) -> None:
+        """Return a block taken with ``take`` to the pool."""
+        self._free.setdefault(cap, []).append(ptr)
+
+    def trim(self) -> None:
+        """Free every pooled block."""
+        for bucket in self._free.values():
+            for ptr in bucket:
+                cu.call("cuMemFree_v2", ptr)
+        self._free.clear()
+
+    # --- resident buffers
+    def own(self, buf: Any, where: str) -> None:
+        """Raise unless ``buf`` is a live buffer of this memory."""
+        if not isinstance(buf, DeviceBuffer) or buf.memory is not self:
+            raise VyreError.one("D010", f"{buf!r} is not a resident buffer of this CUDA backend", f"buffer {where!r}",
+                                "allocate it with this backend's allocate() (or wrap() foreign device memory)")
+        if buf.freed:
+            raise VyreError.one("D011", "the resident buffer was freed", f"buffer {where!r}", "allocate a new one")
+
+    def allocate(self, dtype: DataType | str, count: int) -> DeviceBuffer:
+        """Device memory for ``count`` elements of ``dtype``, zero-filled."""
+        dev = self.device
+        dev.alive()
+        t = dtype if isinstance(dtype, DataType) else DataType(dtype)
+        if count < 0 or count > 2**32 - 1:
+            raise VyreError.one("D007", f"cannot allocate {count} elements", "allocate", "use 0 .. 2^32-1 elements")
+        with dev.lock:
+            ptr, cap = self.take(count * t.size)
+            dev.zero(ptr, cap)
+        return DeviceBuffer(self, ptr, t, count, cap)
+
+    def upload(self, data: Any, dtype: DataType | str | None = None) -> DeviceBuffer:
+        """A new resident buffer holding ``data`` (a numpy array; ``dtype`` defaults to its own)."""
+        arr = np.ascontiguousarray(data)
+        t = dtype if isinstance(dtype, DataType) else DataType(dtype) if dtype else dtype_of(arr)
+        buf = self.allocate(t, arr.size)
+        self.upload_at(buf, 0, arr)
+        return buf
+
+    def upload_at(self, buf: DeviceBuffer, offset: int, data: Any) -> None:
+        """Copy ``data`` into ``buf`` starting at element ``offset``."""
+        self.own(buf, "upload")
+        decl = BufferDecl("upload", Access.READ, buf.dtype, 0, 0)
+        arr = as_storage(decl, data)
+        if offset < 0 or offset + arr.size > buf.count:
+            raise VyreError.one("D003", f"writing {arr.size} elements at {offset} overflows the buffer of {buf.count}",
+                                repr(buf), "write inside the buffer")
+        dev = self.device
+        with dev.lock:
+            dev.alive()
+            self.staging.ensure(arr.nbytes)
+            ctypes.memmove(self.staging.ptr, arr.ctypes.data, arr.nbytes)
+            dev.copy_in(buf.ptr + offset * buf.dtype.size, self.staging.ptr, arr.nbytes)
+            dev.synchronize()  # the staging area is reused by the next transfer
+
+    def download_range(self, buf: DeviceBuffer, offset: int, count: int) -> np.ndarray:
+        """Elements ``offset .. offset + count`` of ``buf`` (waits for queued work)."""
+        self.own(buf, "download")
+        if offset < 0 or count < 0 or offset + count > buf.count:
+            raise VyreError.one("D003", f"range {offset}..{offset + count} is outside the buffer of {buf.count}",
+                                repr(buf), "read inside the buffer")
+        nbytes = count * buf.dtype.size
+        dev = self.device
+        with dev.lock:
+            dev.alive()
+            self.staging.ensure(nbytes)
+            if nbytes:
+                dev.copy_out(self.staging.ptr, buf.ptr + offset * buf.dtype.size, nbytes)
+            dev.synchronize()
+            return self.staging.view[:nbytes].view(buf.dtype.storage_dtype).copy()
+
+    def free(self, buf: DeviceBuffer) -> None:
+        self.own(buf, "free")
+        dev = self.device
+        with dev.lock:
+            buf.freed = True
+            dev.buffers_changed()
+            if buf.owned and dev.poisoned is None:
+                dev.alive()
+                dev.synchronize()  # queued work may still use it
+                self.give(buf.ptr, buf.capacity)
+
+    def wrap(self, obj: Any) -> DeviceBuffer:
+        """A resident buffer viewing foreign device memory that exposes ``__cuda_array_interface__``
+        (CuPy, PyTorch, Numba, ...): no copy. ``obj`` is kept alive by the buffer; its stream is
+        waited for, so work queued on it before the call is visible to our kernels."""
+        self.device.alive()
+        cai = obj.__cuda_array_interface__
+        shape = tuple(int(n) for n in cai["shape"])
+        dtype = np.dtype(cai["typestr"])
+        where = "wrap"
+        if dtype == np.bool_:
+            raise VyreError.one("D012", "bool arrays hold 1-byte elements; vyre bool buffers hold 4-byte words",
+                                where, "convert it to uint32 (0/1) first")
+        strides = cai.get("strides")
+        if strides is not None:
+            want: list[int] = []
+            step = dtype.itemsize
+            for n in reversed(shape):
+                want.insert(0, step)
+                step *= n
+            if tuple(int(x) for x in strides) != tuple(want) and int(np.prod(shape)) > 1:
+                raise VyreError.one("D012", f"only C-contiguous device arrays can be wrapped (strides {tuple(strides)})",
+                                    where, "make it contiguous (e.g. .contiguous() / cupy.ascontiguousarray)")
+        t = dtype_of(np.empty(0, dtype))
+        stream = cai.get("stream")
+        if stream:  # the producer's stream: wait for what it has queued
+            self.device.checked("cuStreamSynchronize", c_void_p(int(stream)))
+        count = int(np.prod(shape)) if shape else 1
+        buf = DeviceBuffer(self, int(cai["data"][0]), t, count, count * t.size, owned=False)
+        buf.owner = obj
+        return buf

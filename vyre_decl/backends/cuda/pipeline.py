@@ -1,0 +1,374 @@
+"""The pipeline room: a program compiled for one GPU and every way to launch it.
+
+``CudaPipeline.dispatch`` (numpy in, numpy out) lays all buffers of a dispatch out in one device
+arena and one pinned staging area: one host-to-device copy for the inputs, one memset for the
+outputs, the launch, one device-to-host copy for the results, one synchronize. A pipeline owns
+that enqueue and the collection of its results. ``bind`` pre-builds a launch over resident
+buffers (``BoundLaunch``), whose steady state is one ``cuLaunchKernel`` with pre-built arguments.
+"""
+
+from __future__ import annotations
+
+import time
+from ctypes import c_uint32, c_uint64, c_void_p
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ... import libcuda as cu
+from ...emit import PtxModule
+from ...ir.diagnostics import VyreError
+from ...ir.nodes import Access, BufferDecl, Program
+from ..config import DispatchConfig
+from ..hostio import MAX_ELEMENTS, as_storage, check_repeat, check_workgroup, grid_basis, host_output, infer_grid, prepare
+from .device import Device, Timing
+from .memory import DeviceBuffer, Memory, Pinned, aligned
+
+__all__ = ["CudaPipeline", "BoundLaunch", "PendingDispatch", "Layout"]
+
+_ZERO_BY_COPY = 1 << 16  # outputs up to this many bytes are zeroed through the input copy
+_LAYOUTS_KEPT = 64
+
+
+@dataclass
+class Layout:
+    """Where the buffers of one dispatch live in the device arena and the staging area."""
+
+    offsets: list[int]  # per ABI buffer
+    inputs: list[tuple[int, int]]  # (offset, bytes) per program input, in input order
+    outputs: list[tuple[BufferDecl, int, int]]  # (decl, offset, count) per returned buffer, in output order
+    returned_start: int  # [returned_start, total): device -> host
+    outputs_start: int  # [0, outputs_start): host -> device; [outputs_start, total): zero-filled
+    total: int
+
+
+class CudaPipeline:
+    """A program compiled for the GPU: a loaded kernel and its pre-built launch arguments."""
+
+    def __init__(self, device: Device, memory: Memory, program: Program, module: PtxModule, function: c_void_p,
+                 config: DispatchConfig) -> None:
+        self.device, self.memory = device, memory
+        self.program, self.ptx, self.config = program, module, config
+        self.function = function
+        by_name = {b.name: b for b in program.buffers}
+        abi_names = [p.buffer for p in module.abi.params if p.kind == "ptr"]
+        self.abi_buffers: list[BufferDecl] = [by_name[n] for n in abi_names]
+        # device layout: pure inputs, then read_write inputs, then outputs (so one copy moves all
+        # inputs, one memset zeroes all outputs and one copy brings back everything returned)
+        self._category = [2 if d.is_output else 1 if d.is_returned else 0 for d in self.abi_buffers]
+        self._order = sorted(range(len(self.abi_buffers)), key=lambda i: (self._category[i], i))
+        self._ptr_values = [c_uint64(0) for _ in abi_names]
+        self._len_values = [c_uint32(0) for _ in abi_names]
+        self.launcher = cu.Launcher(function, self._ptr_values + self._len_values, program.workgroup_size)
+        self.launcher.set_stream(device.stream)
+        self._inputs = program.inputs
+        self._outputs = program.outputs
+        self._arena: tuple[int, int] | None = None
+        self._bound: BoundLaunch | None = None
+        self.grid_basis = grid_basis(program)
+        # precomputed for the dispatch fast path
+        self._specs = [(d.name, d.dtype.storage_dtype, d.count, d) for d in self._inputs]
+        self._static = {d.name: d.count for d in program.buffers if not d.is_input and d.count_like is None}
+        self._likes = [(d.name, d.count_like, d.is_input) for d in program.buffers if d.count_like is not None]
+        self._layouts: dict[tuple[int, ...], Layout] = {}
+        self.resident_launches = 0  # counted here, not in the device's dict: it is the hot path
+
+    # --- numpy in, numpy out
+    def _host_arrays(self, inputs: Sequence[Any] | Mapping[str, Any],
+                     cfg: DispatchConfig) -> tuple[list[np.ndarray], dict[str, int], tuple[int, int, int]]:
+        """Input arrays (in input order), every buffer's count, and the grid."""
+        if type(inputs) in (list, tuple) and len(inputs) == len(self._specs) and cfg.grid is None:
+            counts = dict(self._static)
+            arrays = []
+            ok = True
+            for (name, st, fixed, decl), a in zip(self._specs, inputs):
+                if type(a) is not np.ndarray or a.dtype is not st or not a.flags.c_contiguous:
+                    a = as_storage(decl, a)
+                n = a.size
+                if (fixed and n != fixed) or n > MAX_ELEMENTS:
+                    ok = False
+                    break
+                counts[name] = n
+                arrays.append(a)
+            for name, like, is_input in self._likes if ok else ():
+                if is_input and counts[name] != counts[like]:
+                    ok = False
+                counts[name] = counts[like]
+            if ok:
+                grid = (-(-max((counts[n] for n in self.grid_basis), default=0) // self.program.workgroup_size[0]), 1, 1) \
+                    if self.program.workgroup_size[1:] == (1, 1) else infer_grid(self.program, counts,
+                                                                                 self.program.workgroup_size)
+                return arrays, counts, grid
+        launch = prepare(self.program, inputs, cfg)  # the general path, with every check and error
+        return [launch.memory[d.name] for d in self._inputs], launch.counts, launch.grid
+
+    def _layout(self, counts: Mapping[str, int]) -> Layout:
+        key = tuple(counts[d.name] for d in self.abi_buffers)
+        layout = self._layouts.get(key)
+        if layout is not None:
+            return layout
+        offsets = [0] * len(self.abi_buffers)
+        first = [-1, -1, -1]  # first offset of each category
+        pos = 0
+        for i in self._order:
+            d, cat = self.abi_buffers[i], self._category[i]
+            if first[cat] < 0:
+                first[cat] = pos
+            offsets[i] = pos
+            pos += aligned(counts[d.name] * d.dtype.size)
+        outputs_start = first[2] if first[2] >= 0 else pos
+        returned_start = first[1] if first[1] >= 0 else outputs_start
+        at = {d.name: offsets[i] for i, d in enumerate(self.abi_buffers)}
+        layout = Layout(offsets, [(at[d.name], counts[d.name] * d.dtype.size) for d in self._inputs],
+                        [(d, at[d.name], counts[d.name]) for d in self._outputs], returned_start, outputs_start, pos)
+        if len(self._layouts) < _LAYOUTS_KEPT:
+            self._layouts[key] = layout
+        return layout
+
+    def _prepare(self, inputs: Sequence[Any] | Mapping[str, Any],
+                 cfg: DispatchConfig) -> tuple[list[np.ndarray], dict[str, int], tuple[int, int, int], Layout]:
+        if cfg is not self.config:
+            check_workgroup(self.program, cfg)
+        check_repeat(cfg)
+        arrays, counts, grid = self._host_arrays(inputs, cfg)
+        self.device.check_grid(self.program, grid)
+        return arrays, counts, grid, self._layout(counts)
+
+    def dispatch(self, inputs: Sequence[Any] | Mapping[str, Any], config: DispatchConfig | None = None) -> list[np.ndarray]:
+        """Run once on ``inputs`` (numpy arrays, bytes or lists); returns the outputs."""
+        return self._dispatch(inputs, config or self.config, False)[0]
+
+    def _dispatch(self, inputs: Sequence[Any] | Mapping[str, Any], cfg: DispatchConfig,
+                  timed: bool) -> tuple[list[np.ndarray], float]:
+        dev, mem = self.device, self.memory
+        dev.alive()
+        arrays, counts, grid, layout = self._prepare(inputs, cfg)
+        with dev.lock:
+            dev.alive()
+            if self._arena is None or self._arena[1] < layout.total:
+                if self._arena is not None:
+                    mem.give(*self._arena)
+                self._arena = mem.take(layout.total)
+            self._enqueue(arrays, counts, grid, layout, self._arena[0], mem.staging, cfg.repeat, timed)
+            dev.synchronize()
+            device_s = dev.elapsed() if timed else 0.0
+            return self.collect(layout, mem.staging), device_s
+
+    def dispatch_async(self, inputs: Sequence[Any] | Mapping[str, Any], config: DispatchConfig | None = None) -> PendingDispatch:
+        """Start a dispatch and return at once; ``.result()`` waits and gives the outputs."""
+        cfg = config or self.config
+        dev, mem = self.device, self.memory
+        dev.alive()
+        if cfg is self.config:
+            check_workgroup(self.program, cfg)
+        arrays, counts, grid, layout = self._prepare(inputs, cfg)
+        with dev.lock:
+            arena = mem.take(layout.total)
+            staging = Pinned()
+            staging.ensure(layout.total)
+            self._enqueue(arrays, counts, grid, layout, arena[0], staging, cfg.repeat, False)
+            event = dev.new_event(timing=False)
+            dev.record(event)
+        return PendingDispatch(self, layout, arena, staging, event)
+
+    def dispatch_timed(self, inputs: Sequence[Any] | Mapping[str, Any], config: DispatchConfig | None = None) -> tuple[list[np.ndarray], Timing]:
+        """Like ``dispatch``, also returning wall time and the GPU time of the launches."""
+        t0 = time.perf_counter()
+        outputs, device_s = self._dispatch(inputs, config or self.config, True)
+        return outputs, Timing(time.perf_counter() - t0, device_s)
+
+    def _enqueue(self, arrays: Sequence[np.ndarray], counts: Mapping[str, int], grid: tuple[int, int, int],
+                 layout: Layout, base: int, staging: Pinned, repeat: int, timed: bool) -> None:
+        """Queue the input copy, the output zero-fill, the launch(es) and the result copy on the
+        stream (the device lock held)."""
+        dev = self.device
+        staging.ensure(layout.total)
+        view = staging.view
+        for (off, nbytes), a in zip(layout.inputs, arrays):
+            if nbytes:
+                view[off: off + nbytes] = a.reshape(-1).view(np.uint8)
+        # small outputs are zeroed in the staging area and ride along with the input copy (one
+        # driver call instead of two); large ones are zero-filled on the device
+        ride = layout.total - layout.outputs_start <= _ZERO_BY_COPY
+        upto = layout.total if ride else layout.outputs_start
+        if ride:
+            view[layout.outputs_start: layout.total] = 0
+        if upto:
+            dev.copy_in(base, staging.ptr, upto)
+        if not ride:
+            dev.zero(base + layout.outputs_start, layout.total - layout.outputs_start)
+        for slot, off in zip(self._ptr_values, layout.offsets):
+            slot.value = base + off
+        for length, d in zip(self._len_values, self.abi_buffers):
+            length.value = counts[d.name]
+        launcher = self.launcher
+        launcher.set_grid(grid)
+        if timed:
+            dev.mark_start()
+        if 0 not in grid:
+            for _ in range(repeat):
+                result = launcher()
+                if result:
+                    dev.fail("cuLaunchKernel", result)
+            dev.counters["launches"] += repeat
+        if timed:
+            dev.mark_end()
+        if layout.total > layout.returned_start:
+            dev.copy_out(staging.ptr + layout.returned_start, base + layout.returned_start,
+                         layout.total - layout.returned_start)
+        dev.counters["dispatches"] += 1
+
+    def collect(self, layout: Layout, staging: Pinned) -> list[np.ndarray]:
+        """The outputs of a finished dispatch, copied out of ``staging``."""
+        view = staging.view
+        out = []
+        for d, off, n in layout.outputs:
+            raw = view[off: off + n * d.dtype.size].view(d.dtype.storage_dtype).copy()
+            out.append(host_output(d, raw))
+        return out
+
+    # --- resident buffers
+    def bind(self, buffers: Sequence[DeviceBuffer] | Mapping[str, DeviceBuffer],
+             grid: tuple[int, int, int] | None = None) -> BoundLaunch:
+        """Pre-build a launch over resident buffers (every non-workgroup buffer, in declaration
+        order, or by name). Calling the result launches the kernel (asynchronously)."""
+        return BoundLaunch(self, buffers, grid)
+
+    def dispatch_resident(self, buffers: Sequence[DeviceBuffer] | Mapping[str, DeviceBuffer],
+                          grid: tuple[int, int, int] | None = None) -> None:
+        """Launch over resident buffers, asynchronously (``backend.synchronize()`` waits). Buffers
+        are not zero-filled: they hold what ``allocate``/``upload`` and earlier dispatches left."""
+        b = self._bound
+        if b is None or b.epoch != self.device.epoch or b.grid_arg != grid or b.items != buffers:
+            b = self._bound = BoundLaunch(self, buffers, grid)  # checks everything; raises if poisoned
+        # steady state: the same buffers as last time, nothing freed, context healthy
+        result = b.launch(*b.args)
+        if result:
+            self.device.relaunch(result, b.launch, b.args)
+        self.resident_launches += 1
+
+
+class BoundLaunch:
+    """A launch over fixed resident buffers: calling it costs one cuLaunchKernel."""
+
+    __slots__ = ("pipeline", "device", "buffers", "items", "grid_arg", "grid", "epoch", "launcher", "values",
+                 "empty", "launch", "args")
+
+    def __init__(self, pipeline: CudaPipeline, buffers: Sequence[DeviceBuffer] | Mapping[str, DeviceBuffer],
+                 grid: tuple[int, int, int] | None) -> None:
+        dev, mem, program = pipeline.device, pipeline.memory, pipeline.program
+        dev.alive()
+        decls = [b for b in program.buffers if b.access is not Access.WORKGROUP]
+        if isinstance(buffers, Mapping):
+            missing = [d.name for d in decls if d.name not in buffers]
+            if missing:
+                raise VyreError.one("D001", f"no resident buffer for {missing[0]!r}", f"program {program.name!r}",
+                                    f"bind every buffer: {', '.join(d.name for d in decls)}")
+            items = [buffers[d.name] for d in decls]
+        else:
+            items = list(buffers)
+            if len(items) != len(decls):
+                raise VyreError.one("D001", f"expected {len(decls)} resident buffers "
+                                    f"({', '.join(d.name for d in decls)}), got {len(items)}",
+                                    f"program {program.name!r}", "pass one buffer per non-workgroup buffer")
+        counts: dict[str, int] = {}
+        for d, buf in zip(decls, items):
+            mem.own(buf, d.name)
+            if buf.dtype.storage_dtype != d.dtype.storage_dtype:
+                raise VyreError.one("D002", f"resident buffer holds {buf.dtype}, the program declares {d.dtype}",
+                                    f"buffer {d.name!r}", f"allocate it as {d.dtype}")
+            counts[d.name] = d.count or buf.count  # the kernel sees the declared size, as on dispatch()
+        for d in program.buffers:
+            if d.count_like is not None:
+                counts[d.name] = counts[d.count_like]
+            counts.setdefault(d.name, d.count)
+        for d, buf in zip(decls, items):  # never let a kernel index past a buffer's memory
+            if buf.count < counts[d.name]:
+                raise VyreError.one("D003", f"resident buffer has {buf.count} elements, the program needs "
+                                    f"{counts[d.name]}", f"buffer {d.name!r}", f"allocate at least {counts[d.name]} elements")
+        g = (int(grid[0]), int(grid[1]), int(grid[2])) if grid is not None else \
+            infer_grid(program, counts, program.workgroup_size, pipeline.grid_basis)
+        dev.check_grid(program, g)
+        by_name = dict(zip((d.name for d in decls), items))
+        self.pipeline, self.device = pipeline, dev
+        self.buffers = tuple(items)
+        # the argument as given (list, tuple or dict), to recognise the same buffers cheaply
+        self.items = dict(buffers) if isinstance(buffers, Mapping) else list(items) if isinstance(buffers, list) else tuple(items)
+        self.grid_arg, self.grid = grid, g
+        self.epoch = dev.epoch
+        # a private launcher, so several bound launches of one pipeline can coexist (graphs)
+        values: list[c_uint64 | c_uint32] = [c_uint64(by_name[d.name].ptr) for d in pipeline.abi_buffers]
+        values += [c_uint32(counts[d.name]) for d in pipeline.abi_buffers]
+        self.values = values
+        self.launcher = cu.Launcher(pipeline.function, values, program.workgroup_size)
+        self.launcher.set_grid(g)
+        self.launcher.set_stream(dev.stream)
+        self.empty = 0 in g
+        self.launch, self.args = self.launcher.function_and_args()
+        if self.empty:  # nothing to run: a launch that does nothing keeps the hot path branch-free
+            self.launch = _no_launch
+
+    def refresh(self) -> None:
+        """Re-check the buffers (one of the device's buffers was freed since binding)."""
+        self.__init__(self.pipeline, self.buffers, self.grid_arg)  # type: ignore[misc]
+
+    def __call__(self) -> None:
+        dev = self.device
+        if self.epoch != dev.epoch:
+            dev.alive()
+            self.refresh()
+        # no lock: the arguments are this object's own, and cuLaunchKernel is thread-safe
+        result = self.launch(*self.args)
+        if result:
+            dev.relaunch(result, self.launch, self.args)
+        dev.counters["launches"] += 1
+
+    def launch_on(self, stream: c_void_p) -> int:
+        """Launch once on another stream (graph capture); returns the CUresult."""
+        if self.empty:
+            return 0
+        self.launcher.set_stream(stream)
+        try:
+            return int(self.launcher())
+        finally:
+            self.launcher.set_stream(self.device.stream)
+
+
+def _no_launch(*_: Any) -> int:
+    return 0
+
+
+class PendingDispatch:
+    """A dispatch in flight; ``done()`` polls, ``result()`` waits and returns the outputs."""
+
+    def __init__(self, pipeline: CudaPipeline, layout: Layout, arena: tuple[int, int], staging: Pinned,
+                 event: c_void_p) -> None:
+        self.pipeline, self.layout = pipeline, layout
+        self._arena, self._staging, self._event = arena, staging, event
+        self._outputs: list[np.ndarray] | None = None
+
+    def done(self) -> bool:
+        if self._outputs is not None:
+            return True
+        result = cu.function("cuEventQuery")(self._event)
+        if result == cu.CUDA_ERROR_NOT_READY:
+            return False
+        if result:
+            self.pipeline.device.fail("cuEventQuery", result)
+        return True
+
+    def result(self) -> list[np.ndarray]:
+        if self._outputs is None:
+            dev = self.pipeline.device
+            with dev.lock:
+                dev.alive()
+                result = cu.function("cuEventSynchronize")(self._event)
+                if result:
+                    dev.fail("cuEventSynchronize", result)
+                dev.counters["syncs"] += 1
+                self._outputs = self.pipeline.collect(self.layout, self._staging)
+                self.pipeline.memory.give(*self._arena)
+                self._staging.close()
+                cu.call("cuEventDestroy_v2", self._event)
+        return self._outputs
