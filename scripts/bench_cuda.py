@@ -95,7 +95,7 @@ def main() -> None:
     (out,) = small.dispatch([a, b])
     assert (out == a + b).all()
     da, db, dout = (be.allocate("u32", 1024) for _ in range(3))
-    h2d, d2h = cu._fn("cuMemcpyHtoD_v2"), cu._fn("cuMemcpyDtoH_v2")
+    h2d, d2h = cu.function("cuMemcpyHtoD_v2"), cu.function("cuMemcpyDtoH_v2")
     vals2 = [c_uint64(x.ptr) for x in (da, db, dout)] + [c_uint32(1024)] * 3
     params2 = (c_void_p * 6)(*[ctypes.cast(byref(v), c_void_p) for v in vals2])
     raw2 = (small.function, g, one, one, blk, one, one, zero, c_void_p(be.stream_handle), params2, None)
