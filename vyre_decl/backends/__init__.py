@@ -172,6 +172,8 @@ def acquire(name: str = "auto", registry: Registry | None = None) -> Backend:
             raise VyreError.one("B001", f"no backend named {name!r}", "acquire",
                                 f"use one of: auto, {', '.join(info_by_name)}")
         key = (name, registry.fingerprint if registry is not None else None)
+        if key in _instances and getattr(_instances[key], "closed", False):
+            del _instances[key]  # closed by its user: make a fresh one
         if key not in _instances:
             info = info_by_name[name]
             if not info.is_available():

@@ -130,7 +130,7 @@ class Routine:
 
     def _plan(self, compiled: CompiledRoutine, backend: Any, lengths: Sequence[int], attrs: Mapping[str, int]) -> RoutinePlan:
         key = (id(backend), tuple(sorted(compiled.binding.items())), tuple(lengths), tuple(sorted(attrs.items())))
-        return self._plans.get(key, lambda: RoutinePlan(compiled, backend, lengths, attrs))
+        return self._plans.get(key, lambda: RoutinePlan(compiled, backend, lengths, attrs), backend)
 
     def plan(self, *inputs: Any, backend: Any, **attrs: Any) -> RoutinePlan:
         """The routine prepared on ``backend`` (one with resident buffers and graphs) for inputs of

@@ -73,9 +73,14 @@ class PlanCache:
         self._plans: OrderedDict[Hashable, RoutinePlan] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: Hashable, make: Any) -> RoutinePlan:
+    def get(self, key: Hashable, make: Any, backend: Any = None) -> RoutinePlan:
+        """The plan for ``key`` (made by ``make()`` when missing, or when the one kept belongs to
+        another or a closed backend)."""
         with self._lock:
             plan = self._plans.get(key)
+            if plan is not None and (plan.backend is not backend or getattr(backend, "closed", False)):
+                del self._plans[key]
+                plan = None
             if plan is not None:
                 self._plans.move_to_end(key)
                 return plan

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import weakref
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -43,6 +44,27 @@ class CudaBackend:
         self._kernels = KernelCache(self._device, lambda: self.registry)
         self._pipelines: dict[tuple[str, str], CudaPipeline] = {}
         self._lock = threading.Lock()
+        # dropped without close(): release the GPU resources (not at interpreter exit, when the
+        # process gives them back anyway)
+        self._finalizer = weakref.finalize(self, _close_rooms, self._device, self._memory, self._kernels, self._pipelines)
+        self._finalizer.atexit = False
+
+    # --- lifecycle
+    def close(self) -> None:
+        """Release everything this backend holds on the GPU: pipelines, buffers (they read as
+        freed), pooled memory, modules, the stream and the context. Safe to call twice; afterwards
+        every call raises C005."""
+        self._finalizer()
+
+    @property
+    def closed(self) -> bool:
+        return self._device.closed
+
+    def __enter__(self) -> CudaBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # --- state
     @property
@@ -85,7 +107,7 @@ class CudaBackend:
         dev.check_static(program, module)
         with dev.lock:
             cached = self._pipelines.get((key, repr(cfg)))
-            if cached is not None:
+            if cached is not None and not cached.closed:
                 return cached
             loaded = self._kernels.loaded(module, key)
             wg = program.workgroup_size
@@ -153,3 +175,14 @@ class CudaBackend:
     def __repr__(self) -> str:
         d = self.device
         return f"<CudaBackend {d.name} sm_{d.compute_capability[0]}{d.compute_capability[1]} {d.target}>"
+
+
+def _close_rooms(device: Device, memory: Memory, kernels: KernelCache, pipelines: dict[tuple[str, str], CudaPipeline]) -> None:
+    if device.closed:
+        return
+    for pipeline in list(pipelines.values()):
+        pipeline.close()
+    pipelines.clear()
+    memory.close()
+    kernels.close()
+    device.close()

@@ -79,6 +79,7 @@ class Device:
         self.lock = threading.RLock()
         self._tls = threading.local()
         self.poisoned: cu.CudaError | None = None
+        self.closed = False
         self.epoch = 0
         self.counters: dict[str, int] = dict.fromkeys(COUNTERS, 0)
         try:
@@ -110,7 +111,11 @@ class Device:
 
     # --- state and errors
     def alive(self) -> None:
-        """Raise if the context is poisoned; make it current on this thread."""
+        """Raise if the device is closed or its context poisoned; make the context current on
+        this thread."""
+        if self.closed:
+            raise VyreError.one("C005", "this CUDA backend was closed", f"device {self.info.ordinal} ({self.info.name})",
+                                "create a new backend (CudaBackend(), or acquire('cuda') again)")
         if not getattr(self._tls, "current", False):
             cu.call("cuCtxSetCurrent", self._ctx)
             self._tls.current = True
@@ -134,6 +139,27 @@ class Device:
         result = cu.function(name)(*args)
         if result:
             self.fail(name, result)
+
+    def close(self) -> None:
+        """Wait for queued work, destroy the streams and events and release the context. Safe to
+        call twice; after it every call raises C005."""
+        with self.lock:
+            if self.closed:
+                return
+            self.closed = True
+            self.epoch += 1
+            if self.poisoned is None:
+                try:
+                    cu.call("cuCtxSetCurrent", self._ctx)
+                    cu.call("cuStreamSynchronize", self.stream)
+                    for event in (self._t0, self._t1):
+                        cu.call("cuEventDestroy_v2", event)
+                    for stream in (self.stream, self._capture):
+                        if stream is not None:
+                            cu.call("cuStreamDestroy_v2", stream)
+                except cu.CudaError:  # a fault while closing: the context goes anyway
+                    pass
+            cu.call("cuDevicePrimaryCtxRelease_v2", self._handle)
 
     def buffers_changed(self) -> None:
         """A resident buffer was freed: pre-bound launches must re-check theirs."""

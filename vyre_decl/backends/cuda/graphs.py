@@ -7,6 +7,7 @@ from ctypes import byref, c_void_p
 from typing import Sequence
 
 from ... import libcuda as cu
+from ...ir.diagnostics import VyreError
 from .device import Device
 from .memory import Memory
 from .pipeline import BoundLaunch
@@ -63,6 +64,8 @@ class CudaGraph:
         """Run the captured launches again (with the buffers they were captured with)."""
         dev = self.device
         dev.alive()
+        if not self._exec:
+            raise VyreError.one("C005", "this graph was closed", "CudaGraph.replay", "capture the sequence again")
         if self._epoch != dev.epoch:  # a buffer was freed since: make sure it is none of ours
             for step in self.steps:
                 for buf in step.buffers:
@@ -75,7 +78,15 @@ class CudaGraph:
         dev.counters["graph_launches"] += 1
 
     def close(self) -> None:
+        """Destroy the graph; replay raises afterwards. Safe to call twice."""
         if self._exec:
-            cu.call("cuGraphExecDestroy", self._exec)
-            cu.call("cuGraphDestroy", self._graph)
+            if not self.device.closed and self.device.poisoned is None:
+                cu.call("cuGraphExecDestroy", self._exec)
+                cu.call("cuGraphDestroy", self._graph)
             self._exec = self._graph = None  # type: ignore[assignment]
+
+    def __enter__(self) -> CudaGraph:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

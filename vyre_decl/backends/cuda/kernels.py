@@ -83,6 +83,14 @@ class KernelCache:
         found = self._modules[key] = self._load(module, key)
         return found
 
+    def close(self) -> None:
+        """Unload every module (the pipelines using them are closed first)."""
+        if self.device.poisoned is None:
+            for loaded in self._modules.values():
+                cu.call("cuModuleUnload", loaded.module)
+        self._modules.clear()
+        self._ptx.clear()
+
     def _load(self, module: PtxModule, key: str) -> LoadedKernel:
         counters = self.device.counters
         cubin = self._cubin_disk.get(key)

@@ -8,6 +8,7 @@ A ``Memory`` belongs to one ``Device``. Arenas for numpy dispatches come from th
 from __future__ import annotations
 
 import ctypes
+import weakref
 from ctypes import byref, c_uint64, c_void_p
 from typing import Any
 
@@ -116,6 +117,8 @@ class Memory:
         self.device = device
         self.staging = Pinned()
         self._free: dict[int, list[int]] = {}
+        # live owned buffers: a buffer dropped without free() gives its block back to the pool
+        self._live: dict[int, weakref.finalize] = {}
 
     # --- the pool
     def take(self, nbytes: int) -> tuple[int, int]:
@@ -167,7 +170,16 @@ class Memory:
         with dev.lock:
             ptr, cap = self.take(count * t.size)
             dev.zero(ptr, cap)
-        return DeviceBuffer(self, ptr, t, count, cap)
+        buf = DeviceBuffer(self, ptr, t, count, cap)
+        fin = self._live[ptr] = weakref.finalize(buf, self._dropped, ptr, cap)
+        fin.atexit = False  # at exit the process gives everything back
+        return buf
+
+    def _dropped(self, ptr: int, cap: int) -> None:
+        """A live buffer was garbage-collected without free(): its block goes back to the pool
+        (no driver call, so this is safe from any thread)."""
+        if self._live.pop(ptr, None) is not None and not self.device.closed:
+            self._free.setdefault(cap, []).append(ptr)
 
     def upload(self, data: Any, dtype: DataType | str | None = None) -> DeviceBuffer:
         """A new resident buffer holding ``data`` (a numpy array; ``dtype`` defaults to its own)."""
@@ -215,10 +227,29 @@ class Memory:
         with dev.lock:
             buf.freed = True
             dev.buffers_changed()
+            gone = self._live.pop(buf.ptr, None)
+            if gone is not None:
+                gone.detach()
             if buf.owned and dev.poisoned is None:
                 dev.alive()
                 dev.synchronize()  # queued work may still use it
                 self.give(buf.ptr, buf.capacity)
+
+    def close(self) -> None:
+        """Free every block: live buffers (they read as freed afterwards), the pool, the staging
+        area. The device is closed after this."""
+        with self.device.lock:
+            for ptr, fin in list(self._live.items()):
+                alive = fin.peek()
+                if alive is not None:
+                    alive[0].freed = True
+                fin.detach()
+                if self.device.poisoned is None:
+                    cu.call("cuMemFree_v2", ptr)
+            self._live.clear()
+            if self.device.poisoned is None:
+                self.trim()
+            self.staging.close()
 
     def wrap(self, obj: Any) -> DeviceBuffer:
         """A resident buffer viewing foreign device memory that exposes ``__cuda_array_interface__``

@@ -73,6 +73,26 @@ class CudaPipeline:
         self._likes = [(d.name, d.count_like, d.is_input) for d in program.buffers if d.count_like is not None]
         self._layouts: dict[tuple[int, ...], Layout] = {}
         self.resident_launches = 0  # counted here, not in the device's dict: it is the hot path
+        self.closed = False
+
+    def close(self) -> None:
+        """Give the dispatch arena back and refuse further use (C005). Safe to call twice."""
+        with self.device.lock:
+            if self._arena is not None and not self.device.closed:
+                self.memory.give(*self._arena)
+            self._arena, self._bound, self.closed = None, None, True
+
+    def __enter__(self) -> CudaPipeline:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _usable(self) -> None:
+        self.device.alive()
+        if self.closed:
+            raise VyreError.one("C005", "this pipeline was closed", f"program {self.program.name!r}",
+                                "compile the program again (backend.compile)")
 
     # --- numpy in, numpy out
     def _host_arrays(self, inputs: Sequence[Any] | Mapping[str, Any],
@@ -142,10 +162,10 @@ class CudaPipeline:
     def _dispatch(self, inputs: Sequence[Any] | Mapping[str, Any], cfg: DispatchConfig,
                   timed: bool) -> tuple[list[np.ndarray], float]:
         dev, mem = self.device, self.memory
-        dev.alive()
+        self._usable()
         arrays, counts, grid, layout = self._prepare(inputs, cfg)
         with dev.lock:
-            dev.alive()
+            self._usable()
             if self._arena is None or self._arena[1] < layout.total:
                 if self._arena is not None:
                     mem.give(*self._arena)
@@ -159,7 +179,7 @@ class CudaPipeline:
         """Start a dispatch and return at once; ``.result()`` waits and gives the outputs."""
         cfg = config or self.config
         dev, mem = self.device, self.memory
-        dev.alive()
+        self._usable()
         if cfg is self.config:
             check_workgroup(self.program, cfg)
         arrays, counts, grid, layout = self._prepare(inputs, cfg)
@@ -258,7 +278,7 @@ class BoundLaunch:
     def __init__(self, pipeline: CudaPipeline, buffers: Sequence[DeviceBuffer] | Mapping[str, DeviceBuffer],
                  grid: tuple[int, int, int] | None) -> None:
         dev, mem, program = pipeline.device, pipeline.memory, pipeline.program
-        dev.alive()
+        pipeline._usable()
         decls = [b for b in program.buffers if b.access is not Access.WORKGROUP]
         if isinstance(buffers, Mapping):
             missing = [d.name for d in decls if d.name not in buffers]
@@ -345,7 +365,8 @@ class PendingDispatch:
     def __init__(self, pipeline: CudaPipeline, layout: Layout, arena: tuple[int, int], staging: Pinned,
                  event: c_void_p) -> None:
         self.pipeline, self.layout = pipeline, layout
-        self._arena, self._staging, self._event = arena, staging, event
+        self._arena, self._staging = arena, staging
+        self._event: c_void_p | None = event
         self._outputs: list[np.ndarray] | None = None
 
     def done(self) -> bool:
@@ -359,16 +380,37 @@ class PendingDispatch:
         return True
 
     def result(self) -> list[np.ndarray]:
+        """Wait for the dispatch and return its outputs (the arena and staging are released)."""
         if self._outputs is None:
-            dev = self.pipeline.device
-            with dev.lock:
-                dev.alive()
-                result = cu.function("cuEventSynchronize")(self._event)
-                if result:
-                    dev.fail("cuEventSynchronize", result)
-                dev.counters["syncs"] += 1
-                self._outputs = self.pipeline.collect(self.layout, self._staging)
-                self.pipeline.memory.give(*self._arena)
-                self._staging.close()
-                cu.call("cuEventDestroy_v2", self._event)
+            if self._event is None:
+                raise VyreError.one("C005", "this pending dispatch was closed before its result was read",
+                                    f"program {self.pipeline.program.name!r}", "read result() before close()")
+            self._outputs = self._finish(collect=True)
         return self._outputs
+
+    def close(self) -> None:
+        """Release the arena, staging and event (waiting for the GPU first); the outputs, if not
+        read yet, are dropped. Safe to call twice."""
+        if self._outputs is None and self._event is not None:
+            self._finish(collect=False)
+
+    def __enter__(self) -> PendingDispatch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _finish(self, collect: bool) -> list[np.ndarray]:
+        dev = self.pipeline.device
+        with dev.lock:
+            dev.alive()
+            result = cu.function("cuEventSynchronize")(self._event)
+            if result:
+                dev.fail("cuEventSynchronize", result)
+            dev.counters["syncs"] += 1
+            outputs = self.pipeline.collect(self.layout, self._staging) if collect else []
+            self.pipeline.memory.give(*self._arena)
+            self._staging.close()
+            cu.call("cuEventDestroy_v2", self._event)
+            self._event = None
+        return outputs

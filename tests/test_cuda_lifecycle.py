@@ -1,0 +1,102 @@
+"""The CUDA backend's lifecycle (marked gpu): close() and ``with`` release the GPU resources,
+everything refuses use afterwards with C005, acquire() replaces a closed backend, pending
+dispatches and graphs close, and create/dispatch/close cycles keep device memory flat."""
+
+from __future__ import annotations
+
+import resource
+from ctypes import byref, c_size_t
+
+import numpy as np
+import pytest
+
+import vyre_decl
+from vyre_decl import libcuda as cu
+from vyre_decl.backends.cuda import cuda_available
+from vyre_decl.ir import VyreError, parse_program
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU: libcuda.so.1 cannot be "
+                                                  "loaded or reports no device")]
+
+VADD = parse_program("""program vadd workgroup(64, 1, 1) {
+  buffer a: read u32[] @0
+  buffer b: read u32[] @1
+  buffer out: write u32[len(a)] @2
+  let i = gid.x
+  if i < len(out) { out[i] = a[i] + b[i] }
+}""")
+X = np.arange(1000, dtype=np.uint32)
+
+
+def _free_device_bytes() -> int:
+    vyre_decl.acquire("cuda").synchronize()  # the shared backend keeps a context current
+    free, total = c_size_t(), c_size_t()
+    cu.call("cuMemGetInfo_v2", byref(free), byref(total))
+    return free.value
+
+
+def test_close_releases_and_refuses_further_use():
+    from vyre_decl.backends.cuda import CudaBackend
+
+    with CudaBackend() as be:
+        buf = be.upload(X)
+        pipe = be.compile(VADD)
+        np.testing.assert_array_equal(pipe.dispatch([X, X])[0], 2 * X)
+        pending = be.dispatch_async(VADD, [X, X])
+        out = be.allocate("u32", X.size)
+        graph = be.sequence([(pipe, [buf, buf, out])]).capture()
+        graph.replay()
+        np.testing.assert_array_equal(be.download(out), 2 * X)
+    assert be.closed and buf.freed and out.freed
+    for call in (lambda: be.dispatch(VADD, [X, X]), lambda: pipe.dispatch([X, X]), lambda: be.allocate("u32", 4),
+                 graph.replay, pending.result):
+        with pytest.raises(VyreError) as e:
+            call()
+        assert e.value.codes == ["C005"] and "Fix:" in str(e.value)
+    be.close()  # twice is fine
+    graph.close()
+    assert not vyre_decl.acquire("cuda").closed
+
+
+def test_pending_dispatches_pipelines_and_graphs_close_alone():
+    be = vyre_decl.acquire("cuda")
+    with be.dispatch_async(VADD, [X, X]) as pending:
+        np.testing.assert_array_equal(pending.result()[0], 2 * X)
+    dropped = be.dispatch_async(VADD, [X, X])
+    dropped.close()
+    with pytest.raises(VyreError):
+        dropped.result()
+    pipe = be.compile(VADD)
+    pipe.close()
+    with pytest.raises(VyreError) as e:
+        pipe.dispatch([X, X])
+    assert e.value.codes == ["C005"]
+    np.testing.assert_array_equal(be.compile(VADD).dispatch([X, X])[0], 2 * X)  # compile gives a fresh one
+
+
+def test_acquire_replaces_a_closed_backend():
+    be = vyre_decl.acquire("cuda", registry=vyre_decl.load_registry())
+    be.close()
+    again = vyre_decl.acquire("cuda", registry=vyre_decl.load_registry())
+    assert again is not be and not again.closed
+    np.testing.assert_array_equal(again.dispatch(VADD, [X, X])[0], 2 * X)
+    again.close()
+
+
+def test_create_dispatch_close_cycles_keep_memory_flat():
+    from vyre_decl.backends.cuda import CudaBackend
+
+    def cycle() -> None:
+        with CudaBackend() as be:
+            buf = be.upload(np.zeros(1 << 20, np.uint32))  # 4 MB each time
+            be.dispatch(VADD, [X, X])
+            del buf
+
+    for _ in range(5):  # warm up caches, the driver and the allocator
+        cycle()
+    free0, rss0 = _free_device_bytes(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    for _ in range(100):
+        cycle()
+    free1, rss1 = _free_device_bytes(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    assert free0 - free1 < 16 << 20, (free0, free1)  # 100 cycles x 4 MB would be 400 MB if leaked
+    assert rss1 - rss0 < 64 << 10, (rss0, rss1)  # KB
