@@ -5,6 +5,10 @@ Entries live under ``cache_dir()/<kind>/<key[:2]>/<key>`` (``VYRE_DECL_CACHE_DIR
 payload followed by the payload; a write goes to a temporary file in the same directory and is
 published with ``os.replace``, so concurrent processes never see half an entry. An entry whose
 checksum does not match is logged, deleted and rebuilt by the caller.
+
+The cache is bounded: when its files exceed ``max_bytes()`` (``VYRE_DECL_CACHE_MAX_MB``, default
+1024) the least recently used entries go, oldest first (a hit refreshes an entry's time).
+``python -m vyre_decl.cache info`` and ``clear`` show and empty it.
 """
 
 from __future__ import annotations
@@ -14,10 +18,78 @@ import logging
 import os
 from pathlib import Path
 
-__all__ = ["cache_dir", "DiskCache", "CACHE_ENV"]
+__all__ = ["cache_dir", "DiskCache", "CACHE_ENV", "MAX_ENV", "max_bytes", "usage", "evict", "clear"]
 
 CACHE_ENV = "VYRE_DECL_CACHE_DIR"
+MAX_ENV = "VYRE_DECL_CACHE_MAX_MB"
+DEFAULT_MAX_MB = 1024
+_CHECK_EVERY = 64  # puts between two size checks of the whole cache
 _log = logging.getLogger("vyre_decl.cache")
+
+
+def max_bytes() -> int:
+    """The cache's size cap in bytes (``VYRE_DECL_CACHE_MAX_MB``; a bad value means the default)."""
+    try:
+        mb = int(os.environ.get(MAX_ENV, DEFAULT_MAX_MB))
+    except ValueError:
+        mb = DEFAULT_MAX_MB
+    return max(mb, 0) << 20
+
+
+def _entries(root: Path) -> list[tuple[float, int, Path]]:
+    """(last use, bytes, path) of every entry under ``root``."""
+    found = []
+    for path in root.glob("*/*/*"):
+        if path.name.startswith(".tmp-"):
+            continue
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        found.append((st.st_mtime, st.st_size, path))
+    return found
+
+
+def usage(root: Path | None = None) -> dict[str, tuple[int, int]]:
+    """Entries and bytes per kind under the cache directory."""
+    base = root or cache_dir()
+    out: dict[str, tuple[int, int]] = {}
+    for _, size, path in _entries(base):
+        kind = path.parent.parent.name
+        n, b = out.get(kind, (0, 0))
+        out[kind] = (n + 1, b + size)
+    return dict(sorted(out.items()))
+
+
+def evict(limit: int, root: Path | None = None) -> int:
+    """Delete the least recently used entries until the cache holds at most ``limit`` bytes;
+    returns how many went."""
+    entries = sorted(_entries(root or cache_dir()))
+    total = sum(size for _, size, _ in entries)
+    gone = 0
+    for _, size, path in entries:
+        if total <= limit:
+            break
+        try:
+            path.unlink()
+        except OSError:
+            continue
+        total -= size
+        gone += 1
+    return gone
+
+
+def clear(kind: str | None = None, root: Path | None = None) -> int:
+    """Delete every entry (of one kind); returns how many went."""
+    gone = 0
+    for _, _, path in _entries(root or cache_dir()):
+        if kind is None or path.parent.parent.name == kind:
+            try:
+                path.unlink()
+                gone += 1
+            except OSError:
+                pass
+    return gone
 
 
 def cache_dir() -> Path:
@@ -32,7 +104,9 @@ class DiskCache:
     """``get(key)`` / ``put(key, payload)`` for one kind of entry (e.g. ``cubin``)."""
 
     def __init__(self, root: Path, kind: str) -> None:
-        self.root = root / kind
+        self.base, self.root = root, root / kind
+        self.hits = self.misses = self.evictions = 0
+        self._puts = 0
 
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / key
@@ -42,6 +116,7 @@ class DiskCache:
         try:
             data = path.read_bytes()
         except OSError:
+            self.misses += 1
             return None
         digest, payload = data[:32], data[32:]
         if hashlib.sha256(payload).digest() != digest:
@@ -50,7 +125,13 @@ class DiskCache:
                 path.unlink()
             except OSError:
                 pass
+            self.misses += 1
             return None
+        self.hits += 1
+        try:
+            os.utime(path)  # recently used: evicted last
+        except OSError:
+            pass
         return payload
 
     def put(self, key: str, payload: bytes) -> None:
@@ -64,6 +145,9 @@ class DiskCache:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(hashlib.sha256(payload).digest() + payload)
             os.replace(tmp, path)
+            self._puts += 1
+            if self._puts % _CHECK_EVERY == 1:
+                self.evictions += evict(max_bytes(), self.base)
         except OSError as exc:  # a read-only or full cache must not break dispatch
             _log.warning("vyre_decl: cannot write cache entry %s: %s", path, exc)
             if tmp is not None:

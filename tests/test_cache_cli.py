@@ -1,0 +1,50 @@
+"""The on-disk cache is bounded (least recently used entries go first) and
+``python -m vyre_decl.cache info`` / ``clear`` show and empty it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from vyre_decl.cache import main
+from vyre_decl.diskcache import DiskCache, evict, usage
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_eviction_removes_the_least_recently_used(tmp_path):
+    cache = DiskCache(tmp_path, "cubin")
+    for i in range(4):
+        cache.put(f"{i:064x}", bytes(1000))
+        path = tmp_path / "cubin" / f"{i:064x}"[:2] / f"{i:064x}"
+        os.utime(path, (time.time() - 100 + i, time.time() - 100 + i))
+    assert cache.get(f"{0:064x}") == bytes(1000) and cache.hits == 1  # a hit makes entry 0 the newest
+    assert cache.get("f" * 64) is None and cache.misses == 1
+    assert evict(2 * 1032 + 10, tmp_path) == 2
+    assert cache.get(f"{0:064x}") is not None and cache.get(f"{1:064x}") is None and cache.get(f"{3:064x}") is not None
+    assert usage(tmp_path) == {"cubin": (2, 2 * 1032)}
+
+
+def test_puts_respect_the_cap(tmp_path, monkeypatch):
+    monkeypatch.setenv("VYRE_DECL_CACHE_MAX_MB", "0")
+    cache = DiskCache(tmp_path, "ptx")
+    cache.put("a" * 64, b"x" * 100)
+    assert usage(tmp_path) == {} and cache.evictions == 1
+
+
+def test_cli_info_and_clear(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("VYRE_DECL_CACHE_DIR", str(tmp_path))
+    DiskCache(tmp_path, "ptx").put("a" * 64, b"text")
+    DiskCache(tmp_path, "cubin").put("b" * 64, b"binary")
+    assert main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert "ptx" in out and "cubin" in out and str(tmp_path) in out
+    assert main(["clear", "--kind", "ptx"]) == 0 and usage(tmp_path) == {"cubin": (1, 38)}
+    assert main(["clear"]) == 0 and usage(tmp_path) == {}
+    assert main(["nonsense"]) == 2
+    env = dict(os.environ, VYRE_DECL_CACHE_DIR=str(tmp_path), PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-m", "vyre_decl.cache", "info"], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0 and "total" in proc.stdout
