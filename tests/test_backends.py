@@ -187,3 +187,16 @@ def test_acquire_and_dispatch_take_a_registry(tmp_path):
 
     assert callable(vyre_decl.list_backends) and hasattr(vyre_decl.backends, "reference") is not None
     assert isinstance(vyre_decl.backends, type(vyre_decl))  # the subpackage, whatever the import order
+
+
+def test_the_reference_backend_answers_resident_and_async_calls_with_a_code():
+    be = acquire("reference")
+    for call in (lambda: be.allocate("u32", 4), lambda: be.upload(np.zeros(4, np.uint32)), lambda: be.sequence([]),
+                 lambda: be.dispatch_async(VADD, [np.zeros(4, np.uint32)] * 2), lambda: be.free(None)):
+        with pytest.raises(VyreError) as e:
+            call()
+        assert e.value.codes == ["B006"] and "Fix:" in str(e.value)
+    outs, timing = be.dispatch_timed(VADD, [np.arange(3, dtype=np.uint32), np.ones(3, np.uint32)])
+    np.testing.assert_array_equal(outs[0], [1, 2, 3])
+    assert timing.wall_s > 0 and timing.device_s == timing.wall_s
+    be.synchronize()

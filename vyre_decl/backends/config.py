@@ -1,10 +1,16 @@
-"""DispatchConfig: how one dispatch is launched."""
+"""DispatchConfig: how one dispatch is launched; Timing: how long a timed dispatch took."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["DispatchConfig", "DEFAULT_CONFIG"]
+__all__ = ["DispatchConfig", "DEFAULT_CONFIG", "Timing"]
+
+
+@dataclass(frozen=True)
+class Timing:
+    wall_s: float  # host time of the whole dispatch, transfers included
+    device_s: float  # time of the launch(es) on the device (CUDA events on a GPU)
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 from collections import OrderedDict
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ..ir.diagnostics import VyreError
 from ..ir.nodes import Program
 from ..ir.validation import check
 from ..reference.interpreter import CompiledProgram, compile_program
 from ..registry import Registry, default_registry
-from .config import DEFAULT_CONFIG, DispatchConfig
+from .config import DEFAULT_CONFIG, DispatchConfig, Timing
 from .hostio import check_workgroup, host_output, prepare, xyz
 
 __all__ = ["ReferenceBackend", "ReferencePipeline"]
@@ -80,3 +82,48 @@ class ReferenceBackend:
     ) -> list[np.ndarray]:
         """Run ``program`` once on ``inputs``; returns the output buffers in declaration order."""
         return self.compile(program, config).dispatch(inputs, config)
+
+    # --- what a CPU backend has no use for: named, with a coded error, instead of AttributeError
+    def synchronize(self) -> None:
+        """Nothing is ever queued on the reference backend."""
+
+    def dispatch_timed(self, program: Program, inputs: Sequence[Any] | Mapping[str, Any],
+                       config: DispatchConfig | None = None) -> tuple[list[np.ndarray], Timing]:
+        """Like ``dispatch``, also returning the wall time (``device_s`` is the same: the CPU is the device)."""
+        t0 = time.perf_counter()
+        outputs = self.dispatch(program, inputs, config)
+        elapsed = time.perf_counter() - t0
+        return outputs, Timing(elapsed, elapsed)
+
+    def _unsupported(self, what: str) -> VyreError:
+        return VyreError.one("B006", f"the reference backend has no {what}", f"backend {self.name!r}",
+                             "use a backend with the 'resident_buffers' capability (acquire('cuda')), or dispatch() "
+                             "numpy arrays")
+
+    def allocate(self, dtype: Any, count: int) -> Any:
+        raise self._unsupported("resident buffers (allocate)")
+
+    def upload(self, data: Any, dtype: Any = None) -> Any:
+        raise self._unsupported("resident buffers (upload)")
+
+    def upload_at(self, buf: Any, offset: int, data: Any) -> None:
+        raise self._unsupported("resident buffers (upload_at)")
+
+    def download(self, buf: Any) -> Any:
+        raise self._unsupported("resident buffers (download)")
+
+    def download_range(self, buf: Any, offset: int, count: int) -> Any:
+        raise self._unsupported("resident buffers (download_range)")
+
+    def free(self, buf: Any) -> None:
+        raise self._unsupported("resident buffers (free)")
+
+    def wrap(self, obj: Any) -> Any:
+        raise self._unsupported("resident buffers (wrap)")
+
+    def sequence(self, steps: Any) -> Any:
+        raise self._unsupported("dispatch sequences or graphs (sequence)")
+
+    def dispatch_async(self, program: Program, inputs: Sequence[Any] | Mapping[str, Any],
+                       config: DispatchConfig | None = None) -> Any:
+        raise self._unsupported("asynchronous dispatch (dispatch_async)")

@@ -18,7 +18,8 @@ enqueue on the ``Device`` stream with an arena from ``Memory`` → ``collect``.
 from __future__ import annotations
 
 from .backend import CudaBackend
-from .device import CudaPoisoned, DeviceInfo, Timing, cuda_available
+from ..config import Timing
+from .device import CudaPoisoned, DeviceInfo, cuda_available
 from .graphs import CudaGraph, DispatchSequence
 from .memory import DeviceBuffer
 from .pipeline import BoundLaunch, CudaPipeline, PendingDispatch

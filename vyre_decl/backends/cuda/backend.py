@@ -17,7 +17,8 @@ from ...ir.types import DataType
 from ...registry import Registry, default_registry
 from ..config import DEFAULT_CONFIG, DispatchConfig
 from ..hostio import xyz
-from .device import Device, DeviceInfo, Timing
+from ..config import Timing
+from .device import Device, DeviceInfo
 from .graphs import DispatchSequence
 from .kernels import KernelCache
 from .memory import DeviceBuffer, Memory

@@ -22,7 +22,7 @@ from ...emit import PtxModule, Target, choose_target
 from ...ir.diagnostics import Diagnostic, VyreError
 from ...ir.nodes import Program
 
-__all__ = ["Device", "DeviceInfo", "Timing", "CudaPoisoned", "COUNTERS", "prepare_environment", "cuda_available"]
+__all__ = ["Device", "DeviceInfo", "CudaPoisoned", "COUNTERS", "prepare_environment", "cuda_available"]
 
 COUNTERS = ("launches", "graph_launches", "bytes_h2d", "bytes_d2h", "syncs", "ptx_memory_hits", "ptx_disk_hits",
             "cubin_disk_hits", "module_hits", "jit_compiles", "jit_ms", "load_us", "allocations", "pool_hits",
@@ -62,12 +62,6 @@ class DeviceInfo:
     cooperative_launch: bool
     driver_version: int
     target: Target
-
-
-@dataclass(frozen=True)
-class Timing:
-    wall_s: float  # host time of the whole dispatch, transfers included
-    device_s: float  # GPU time of the launch(es), from CUDA events
 
 
 class Device:

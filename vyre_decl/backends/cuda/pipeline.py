@@ -22,7 +22,8 @@ from ...ir.diagnostics import VyreError
 from ...ir.nodes import Access, BufferDecl, Program
 from ..config import DispatchConfig
 from ..hostio import MAX_ELEMENTS, as_storage, check_repeat, check_workgroup, grid_basis, host_output, infer_grid, prepare
-from .device import Device, Timing
+from ..config import Timing
+from .device import Device
 from .memory import DeviceBuffer, Memory, Pinned, aligned
 
 __all__ = ["CudaPipeline", "BoundLaunch", "PendingDispatch", "Layout"]
