@@ -100,3 +100,35 @@ def test_create_dispatch_close_cycles_keep_memory_flat():
     free1, rss1 = _free_device_bytes(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     assert free0 - free1 < 16 << 20, (free0, free1)  # 100 cycles x 4 MB would be 400 MB if leaked
     assert rss1 - rss0 < 64 << 10, (rss0, rss1)  # KB
+
+
+SLOW = parse_program("""program slow workgroup(1, 1, 1) {
+  buffer n: read u32[] @0
+  buffer out: write u32[1] @1
+  let acc = 1u32
+  loop i in 0u32 .. n[0u32] { acc = acc * 3u32 + i }
+  out[0u32] = acc
+}""")
+
+
+def test_a_timeout_returns_within_its_deadline_and_the_backend_stays_usable():
+    import time
+
+    from vyre_decl.backends.config import DispatchConfig
+    from vyre_decl.backends.cuda import CudaBackend
+
+    with CudaBackend() as be:
+        pipe = be.compile(SLOW)  # compiled before the clock starts
+        t0 = time.perf_counter()
+        with pytest.raises(VyreError) as e:
+            pipe.dispatch([np.array([1 << 28], np.uint32)], DispatchConfig(timeout=0.1, label="spin"))
+        took = time.perf_counter() - t0
+        assert e.value.codes == ["D013"] and "still running" in str(e.value) and "spin" in str(e.value)
+        assert took < 0.5, took
+        be.synchronize()  # waits for the kernel; the backend is usable afterwards
+        np.testing.assert_array_equal(be.dispatch(VADD, [X, X])[0], 2 * X)
+        small = pipe.dispatch([np.array([5], np.uint32)], DispatchConfig(timeout=5.0))[0]
+        acc = 1
+        for i in range(5):
+            acc = (acc * 3 + i) & 0xFFFFFFFF
+        assert small[0] == acc

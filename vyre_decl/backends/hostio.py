@@ -157,9 +157,14 @@ def prepare(program: Program, inputs: Sequence[Any] | Mapping[str, Any], config:
 
 
 def check_repeat(config: DispatchConfig) -> None:
+    """The numbers of a DispatchConfig: repeat at least 1, timeout None or a positive number."""
     if not isinstance(config.repeat, int) or config.repeat < 1:
         raise _fail("D008", f"repeat must be at least 1, got {config.repeat!r}", "DispatchConfig.repeat",
                     "use repeat=1 or more")
+    t = config.timeout
+    if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < float("inf")):
+        raise _fail("D008", f"timeout must be a positive number of seconds, got {t!r}", "DispatchConfig.timeout",
+                    "use timeout=None (wait as long as it takes) or a number of seconds such as 5.0")
 
 
 def check_workgroup(program: Program, config: DispatchConfig) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
+import time
 from ctypes import byref, c_int, c_size_t, c_void_p
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -232,6 +233,33 @@ class Device:
         if result:
             self.fail("cuStreamSynchronize", result)
         self.counters["syncs"] += 1
+
+    def wait(self, timeout: float, what: str) -> None:
+        """Wait for the queued work like ``synchronize``, but give up after ``timeout`` seconds
+        with D013 (the work keeps running: the stream stays busy, later work queues behind it)."""
+        event = self.new_event(timing=False)
+        self.record(event)
+        query = cu.function("cuEventQuery")
+        deadline = time.monotonic() + timeout
+        pause = 20e-6
+        try:
+            while True:
+                result = query(event)
+                if result != cu.CUDA_ERROR_NOT_READY:
+                    if result:
+                        self.fail("cuEventQuery", result)
+                    self.counters["syncs"] += 1
+                    return
+                if time.monotonic() >= deadline:
+                    raise VyreError.one(
+                        "D013", f"{what} did not finish within {timeout:g} s; it is still running on the GPU. The "
+                        "backend stays usable: later work queues behind it (synchronize() waits for it); only "
+                        "ending the process stops it", f"device {self.info.ordinal} ({self.info.name})",
+                        "raise timeout=, make the kernel finish sooner, or run untrusted programs in a subprocess")
+                time.sleep(pause)
+                pause = min(pause * 2, 1e-3)
+        finally:
+            cu.call("cuEventDestroy_v2", event)
 
     def capture_stream(self) -> c_void_p:
         """A private stream to capture graphs on (launches of other threads are not recorded)."""

@@ -119,6 +119,13 @@ class Memory:
         self._free: dict[int, list[int]] = {}
         # live owned buffers: a buffer dropped without free() gives its block back to the pool
         self._live: dict[int, weakref.finalize] = {}
+        self._abandoned: list[Pinned] = []
+
+    def abandon_staging(self) -> None:
+        """Queued work still writes into the staging area (a dispatch timed out): use a fresh
+        one from now on; the old one is released when the backend closes."""
+        self._abandoned.append(self.staging)
+        self.staging = Pinned()
 
     # --- the pool
     def take(self, nbytes: int) -> tuple[int, int]:
@@ -250,6 +257,8 @@ class Memory:
             if self.device.poisoned is None:
                 self.trim()
             self.staging.close()
+            for staging in self._abandoned:
+                staging.close()
 
     def wrap(self, obj: Any) -> DeviceBuffer:
         """A resident buffer viewing foreign device memory that exposes ``__cuda_array_interface__``

@@ -172,7 +172,17 @@ class CudaPipeline:
                     mem.give(*self._arena)
                 self._arena = mem.take(layout.total)
             self._enqueue(arrays, counts, grid, layout, self._arena[0], mem.staging, cfg.repeat, timed)
-            dev.synchronize()
+            if cfg.timeout is None:
+                dev.synchronize()
+            else:
+                try:
+                    dev.wait(cfg.timeout, f"the dispatch of program {self.program.name!r}" +
+                             (f" ({cfg.label})" if cfg.label else ""))
+                except VyreError:
+                    # the kernel still owns the arena and the staging area: never hand them out again
+                    self._arena = None
+                    mem.abandon_staging()
+                    raise
             device_s = dev.elapsed() if timed else 0.0
             return self.collect(layout, mem.staging), device_s
 
