@@ -200,3 +200,20 @@ def test_the_reference_backend_answers_resident_and_async_calls_with_a_code():
     np.testing.assert_array_equal(outs[0], [1, 2, 3])
     assert timing.wall_s > 0 and timing.device_s == timing.wall_s
     be.synchronize()
+
+
+def test_ulp_budget_refuses_ops_less_accurate_than_it_on_every_backend():
+    prog = parse_program("""program e workgroup(64, 1, 1) {
+      buffer x: read f32[] @0
+      buffer out: write f32[len(x)] @1
+      if gid.x < len(x) { out[gid.x] = primitive.float.exp(x[gid.x]) + 1.0f32 }
+    }""")
+    x = np.zeros(3, np.float32)
+    np.testing.assert_array_equal(acquire("reference").dispatch(prog, [x], DispatchConfig(ulp_budget=1))[0], 2.0)
+    with pytest.raises(VyreError) as e:
+        acquire("reference").dispatch(prog, [x], DispatchConfig(ulp_budget=0))
+    assert e.value.codes == ["D014"] and "primitive.float.exp (1 ULP)" in str(e.value)
+    assert "primitive.math.add" not in str(e.value)  # correctly rounded ops are within any budget
+    with pytest.raises(VyreError) as e:
+        acquire("reference").dispatch(prog, [x], DispatchConfig(ulp_budget=-1))
+    assert e.value.codes == ["D008"]

@@ -19,9 +19,12 @@ class DispatchConfig:
 
     ``grid``: workgroups per axis (default: inferred, see ``backends.hostio.infer_grid``);
     ``workgroup``: overrides the program's workgroup size; ``repeat``: run the program that many
-    times back to back on the same buffers (fixpoint iterations); ``label``: a name for logs and
-    telemetry; ``ulp_budget``: the largest ULP error the caller accepts from approximate ops;
-    ``timeout``: seconds before a dispatch is abandoned.
+    times back to back on the same buffers (fixpoint iterations); ``label``: a name for the
+    dispatch in errors (a timeout names it); ``ulp_budget``: the largest error in ULP the caller
+    accepts from an op: compiling a program that calls a less accurate op (for a float type it
+    uses) raises D014 on every backend; ``timeout``: seconds a dispatch may take. The reference
+    backend stops between workgroups and statements; CUDA stops waiting and raises D013 while the
+    kernel keeps running (the backend stays usable).
     """
 
     grid: tuple[int, int, int] | None = None

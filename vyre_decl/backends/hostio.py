@@ -19,13 +19,13 @@ from typing import Any, Final, Mapping, Sequence
 import numpy as np
 
 from ..ir.diagnostics import VyreError
-from ..ir.nodes import Access, Atomic, BufferDecl, Program
+from ..ir.nodes import Access, Atomic, BufferDecl, Lit, Op, Program
 from ..ir.types import DataType
 from ..ir.walk import body_exprs
 from .config import DispatchConfig
 
 __all__ = ["Launch", "check_repeat", "check_workgroup", "prepare", "infer_grid", "grid_basis", "host_output", "as_storage", "MAX_ELEMENTS",
-           "xyz"]
+           "xyz", "check_ulp_budget"]
 
 MAX_ELEMENTS: Final = 2**32 - 1
 
@@ -186,3 +186,34 @@ def xyz(size: Sequence[int]) -> tuple[int, int, int]:
     """A workgroup size or grid given as any 3-sequence, as a tuple of three ints."""
     x, y, z = size
     return int(x), int(y), int(z)
+
+
+def check_ulp_budget(program: Program, registry: Any, config: DispatchConfig) -> None:
+    """With ``config.ulp_budget``, refuse a program that calls an op declared less accurate than
+    the budget for a float type the program uses (its buffers, literals and casts): D014 names
+    every such op. Both backends give the same bits either way; the budget is the caller's bound
+    on the distance from the true result."""
+    budget = config.ulp_budget
+    if budget is None:
+        return
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+        raise _fail("D008", f"ulp_budget must be a non-negative integer, got {budget!r}", "DispatchConfig.ulp_budget",
+                    "use ulp_budget=None (no bound) or a number of ULP such as 1")
+    floats = {b.dtype.value_type for b in program.buffers if b.dtype.is_float}
+    used: set[str] = set()
+    for e in body_exprs(program.body):
+        if isinstance(e, Lit) and e.dtype.is_float:
+            floats.add(e.dtype)
+        elif isinstance(e, Op):
+            used.add(e.op)
+            floats.update(t for _, t in e.types if t.is_float)
+    over = []
+    for op_id in sorted(used):
+        op = registry.get(op_id)
+        worst = max((op.accuracy(t) for t in floats), default=0)
+        if worst > budget:
+            over.append(f"{op_id} ({worst} ULP)")
+    if over:
+        raise _fail("D014", f"program {program.name!r} calls op(s) less accurate than ulp_budget={budget}: "
+                    + ", ".join(over), f"program {program.name!r}",
+                    "raise ulp_budget, or use ops within the budget (the accuracy table: docs/accuracy.md)")

@@ -16,7 +16,7 @@ from ..ir.validation import check
 from ..reference.interpreter import CompiledProgram, compile_program
 from ..registry import Registry, default_registry
 from .config import DEFAULT_CONFIG, DispatchConfig, Timing
-from .hostio import check_workgroup, host_output, prepare, xyz
+from .hostio import check_ulp_budget, check_workgroup, host_output, prepare, xyz
 
 __all__ = ["ReferenceBackend", "ReferencePipeline"]
 
@@ -60,6 +60,7 @@ class ReferenceBackend:
         if cfg.workgroup is not None and tuple(cfg.workgroup) != program.workgroup_size:
             program = dataclasses.replace(program, workgroup_size=xyz(cfg.workgroup))
         registry = self.registry
+        check_ulp_budget(program, registry, cfg)
         key = (program.content_hash(), registry.fingerprint)
         with self._lock:
             compiled = self._cache.get(key)

@@ -16,7 +16,7 @@ from ...ir.nodes import Program
 from ...ir.types import DataType
 from ...registry import Registry, default_registry
 from ..config import DEFAULT_CONFIG, DispatchConfig
-from ..hostio import xyz
+from ..hostio import check_ulp_budget, xyz
 from ..config import Timing
 from .device import Device, DeviceInfo
 from .graphs import DispatchSequence
@@ -105,6 +105,7 @@ class CudaBackend:
         if cfg.workgroup is not None and tuple(cfg.workgroup) != program.workgroup_size:
             program = dataclasses.replace(program, workgroup_size=xyz(cfg.workgroup))
         module, key = self._kernels.module_for(program)
+        check_ulp_budget(program, self.registry, cfg)
         dev.check_static(program, module)
         with dev.lock:
             cached = self._pipelines.get((key, repr(cfg)))
