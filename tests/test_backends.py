@@ -217,3 +217,43 @@ def test_ulp_budget_refuses_ops_less_accurate_than_it_on_every_backend():
     with pytest.raises(VyreError) as e:
         acquire("reference").dispatch(prog, [x], DispatchConfig(ulp_budget=-1))
     assert e.value.codes == ["D008"]
+
+
+def test_a_backend_without_a_capability_refuses_before_any_transfer(tmp_path, monkeypatch):
+    from vyre_decl.backends.reference import ReferenceBackend
+
+    class NoF64(ReferenceBackend):
+        capabilities = frozenset({"i64", "atomics", "workgroup_memory", "workgroup_atomics"})
+
+    prog = parse_program("""program d workgroup(64, 1, 1) {
+      buffer x: read f64[] @0
+      buffer out: write f64[len(x)] @1
+      if gid.x < len(x) { out[gid.x] = x[gid.x] }
+    }""")
+    with pytest.raises(VyreError) as e:
+        NoF64().dispatch(prog, [np.zeros(2)])
+    assert e.value.codes == ["B007"] and "'f64'" in str(e.value) and "Fix:" in str(e.value)
+    (tmp_path / "needy.toml").write_text('''[dialect]
+name = "needy"
+version = "1.0.0"
+summary = "a dialect that needs a capability nobody has"
+requires = ["tensor_cores"]
+
+[[op]]
+id = "needy.twice"
+summary = "a + a"
+signature = "(a: u32) -> u32"
+compose = "a + a"
+kat = [[2, 4]]
+''')
+    monkeypatch.setenv("VYRE_DECL_OPS_PATH", str(tmp_path))
+    reg = vyre_decl.load_registry()
+    assert not reg.errors, reg.errors
+    needy = parse_program("""program n workgroup(64, 1, 1) {
+      buffer x: read u32[] @0
+      buffer out: write u32[len(x)] @1
+      if gid.x < len(x) { out[gid.x] = needy.twice(x[gid.x]) }
+    }""")
+    with pytest.raises(VyreError) as e:
+        ReferenceBackend(reg).dispatch(needy, [np.ones(2, np.uint32)])
+    assert e.value.codes == ["B007"] and "tensor_cores" in str(e.value)

@@ -25,7 +25,7 @@ from ..ir.walk import body_exprs
 from .config import DispatchConfig
 
 __all__ = ["Launch", "check_repeat", "check_workgroup", "prepare", "infer_grid", "grid_basis", "host_output", "as_storage", "MAX_ELEMENTS",
-           "xyz", "check_ulp_budget"]
+           "xyz", "check_ulp_budget", "check_capabilities"]
 
 MAX_ELEMENTS: Final = 2**32 - 1
 
@@ -217,3 +217,32 @@ def check_ulp_budget(program: Program, registry: Any, config: DispatchConfig) ->
         raise _fail("D014", f"program {program.name!r} calls op(s) less accurate than ulp_budget={budget}: "
                     + ", ".join(over), f"program {program.name!r}",
                     "raise ulp_budget, or use ops within the budget (the accuracy table: docs/accuracy.md)")
+
+
+def check_capabilities(program: Program, registry: Any, capabilities: frozenset[str], backend: str) -> None:
+    """Refuse, before any transfer, a program this backend cannot run (B007): a dialect whose
+    ``requires`` names a capability the backend lacks, f64/i64 values, atomics or workgroup
+    memory without the matching capability flag."""
+    needs: dict[str, str] = {}
+    for b in program.buffers:
+        if b.dtype.value_type in (DataType.F64,):
+            needs.setdefault("f64", f"buffer {b.name!r} holds f64")
+        if b.dtype.value_type in (DataType.I64, DataType.U64):
+            needs.setdefault("i64", f"buffer {b.name!r} holds {b.dtype.value}")
+        if b.access is Access.WORKGROUP:
+            needs.setdefault("workgroup_memory", f"workgroup buffer {b.name!r}")
+    for e in body_exprs(program.body):
+        if isinstance(e, Atomic):
+            needs.setdefault("atomics", f"atomic {e.op}")
+        if isinstance(e, (Op, Atomic)):
+            op = registry.get(e.op)
+            dialect = registry.dialects.get(op.dialect)
+            for flag in dialect.requires if dialect is not None else ():
+                needs.setdefault(flag, f"op {e.op} (dialect {op.dialect} requires it)")
+    missing = {flag: why for flag, why in needs.items() if flag not in capabilities}
+    if missing:
+        flag, why = next(iter(sorted(missing.items())))
+        raise _fail("B007", f"backend {backend!r} lacks the capability {flag!r} that program {program.name!r} needs "
+                    f"({why})" + (f"; also missing: {', '.join(sorted(missing)[1:])}" if len(missing) > 1 else ""),
+                    f"program {program.name!r}", "run it on a backend with that capability (vyre_decl.list_backends() "
+                    "shows each backend's flags), or avoid what needs it")

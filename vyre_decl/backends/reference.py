@@ -16,7 +16,7 @@ from ..ir.validation import check
 from ..reference.interpreter import CompiledProgram, compile_program
 from ..registry import Registry, default_registry
 from .config import DEFAULT_CONFIG, DispatchConfig, Timing
-from .hostio import check_ulp_budget, check_workgroup, host_output, prepare, xyz
+from .hostio import check_capabilities, check_ulp_budget, check_workgroup, host_output, prepare, xyz
 
 __all__ = ["ReferenceBackend", "ReferencePipeline"]
 
@@ -68,6 +68,7 @@ class ReferenceBackend:
                 self._cache.move_to_end(key)
         if compiled is None:
             check(program, registry)
+            check_capabilities(program, registry, self.capabilities, self.name)
             compiled = compile_program(program, registry)
             with self._lock:
                 self._cache[key] = compiled

@@ -16,7 +16,7 @@ from ...ir.nodes import Program
 from ...ir.types import DataType
 from ...registry import Registry, default_registry
 from ..config import DEFAULT_CONFIG, DispatchConfig
-from ..hostio import check_ulp_budget, xyz
+from ..hostio import check_capabilities, check_ulp_budget, xyz
 from ..config import Timing
 from .device import Device, DeviceInfo
 from .graphs import DispatchSequence
@@ -111,6 +111,7 @@ class CudaBackend:
             cached = self._pipelines.get((key, repr(cfg)))
             if cached is not None and not cached.closed:
                 return cached
+            check_capabilities(program, self.registry, self.capabilities, self.name)
             loaded = self._kernels.loaded(module, key)
             wg = program.workgroup_size
             if wg[0] * wg[1] * wg[2] > loaded.max_threads:  # registers per thread limit this kernel's workgroups
