@@ -257,3 +257,10 @@ kat = [[2, 4]]
     with pytest.raises(VyreError) as e:
         ReferenceBackend(reg).dispatch(needy, [np.ones(2, np.uint32)])
     assert e.value.codes == ["B007"] and "tensor_cores" in str(e.value)
+
+
+def test_acquire_names_a_device_after_a_colon():
+    for bad, code in (("reference:0", "B005"), ("cuda:x", "B001"), ("nosuch:1", "B001")):
+        with pytest.raises(VyreError) as e:
+            acquire(bad)
+        assert e.value.codes == [code], bad

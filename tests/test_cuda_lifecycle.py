@@ -132,3 +132,25 @@ def test_a_timeout_returns_within_its_deadline_and_the_backend_stays_usable():
         for i in range(5):
             acc = (acc * 3 + i) & 0xFFFFFFFF
         assert small[0] == acc
+
+
+def test_batched_transfers_timed_resident_launches_and_device_choice():
+    from vyre_decl.backends.cuda import CudaBackend
+
+    be = vyre_decl.acquire("cuda")
+    a, b = np.arange(5, dtype=np.uint32), np.arange(7, dtype=np.float64)
+    bufs = be.upload_many([a, b])
+    got = be.download_many(bufs)
+    assert got[0].tobytes() == a.tobytes() and got[1].tobytes() == b.tobytes()
+    out = be.allocate("u32", a.size)
+    pipe = be.compile(VADD)
+    timing = pipe.dispatch_resident_timed([bufs[0], bufs[0], out])
+    assert 0 < timing.device_s <= timing.wall_s and be.download(out).tolist() == (2 * a).tolist()
+    with be.sequence([(pipe, [bufs[0], bufs[0], out])] * 3).capture() as graph:
+        assert 0 < graph.replay_timed().device_s
+    for buf in bufs + [out]:
+        be.free(buf)
+    with pytest.raises(VyreError) as e:
+        CudaBackend(device=1 << 20)
+    assert e.value.codes == ["C006"]
+    assert vyre_decl.acquire("cuda:0").device.ordinal == 0

@@ -97,10 +97,16 @@ class BackendInfo:
         except Exception:  # noqa: BLE001 - a broken probe means "not available", never a crash
             return False
 
-    def make(self, registry: Registry | None = None) -> Backend:
-        """A new instance (on ``registry`` when given: the factory must take ``registry=``)."""
+    def make(self, registry: Registry | None = None, device: int | None = None) -> Backend:
+        """A new instance (on ``registry`` and ``device`` when given: the factory must take
+        ``registry=`` / ``device=``)."""
         factory = _resolve(self.factory)
-        return factory() if registry is None else factory(registry=registry)
+        kwargs: dict[str, Any] = {}
+        if registry is not None:
+            kwargs["registry"] = registry
+        if device is not None:
+            kwargs["device"] = device
+        return factory(**kwargs)
 
 
 def _resolve(target: Any) -> Any:
@@ -157,11 +163,20 @@ def list_backends() -> list[BackendInfo]:
 
 
 def acquire(name: str = "auto", registry: Registry | None = None) -> Backend:
-    """The backend called ``name`` (one instance per process and registry), or with ``"auto"``
-    the available backend of highest precedence. ``registry`` (default: the standard one) is the
-    op registry the backend validates and compiles against, e.g. one from ``load_registry()``."""
+    """The backend called ``name`` (one instance per process, device and registry), or with
+    ``"auto"`` the available backend of highest precedence. ``"cuda:1"`` is the cuda backend on
+    device 1. ``registry`` (default: the standard one) is the op registry the backend validates and
+    compiles against, e.g. one from ``load_registry()``."""
     with _lock:
         infos = list_backends()
+        device: int | None = None
+        base, colon, ordinal = name.partition(":")
+        if colon:
+            if not ordinal.isascii() or not ordinal.isdigit():
+                raise VyreError.one("B001", f"{name!r}: the device after ':' must be a number", "acquire",
+                                    f'write "{base}:0", "{base}:1", ...')
+            device = int(ordinal)
+            name = base
         if name == "auto":
             for info in infos:
                 if info.is_available():
@@ -171,7 +186,7 @@ def acquire(name: str = "auto", registry: Registry | None = None) -> Backend:
         if name not in info_by_name:
             raise VyreError.one("B001", f"no backend named {name!r}", "acquire",
                                 f"use one of: auto, {', '.join(info_by_name)}")
-        key = (name, registry.fingerprint if registry is not None else None)
+        key = (name if device is None else f"{name}:{device}", registry.fingerprint if registry is not None else None)
         if key in _instances and getattr(_instances[key], "closed", False):
             del _instances[key]  # closed by its user: make a fresh one
         if key not in _instances:
@@ -179,10 +194,14 @@ def acquire(name: str = "auto", registry: Registry | None = None) -> Backend:
             if not info.is_available():
                 raise VyreError.one("B004", f"backend {name!r} is not available on this machine", "acquire",
                                     'use acquire("auto") or acquire("reference")')
-            if registry is not None and "registry" not in inspect.signature(_resolve(info.factory)).parameters:
+            params = inspect.signature(_resolve(info.factory)).parameters
+            if registry is not None and "registry" not in params:
                 raise VyreError.one("B005", f"backend {name!r} cannot take a registry", "acquire",
                                     "call acquire(name) without registry=, or give its factory a registry= parameter")
-            _instances[key] = info.make(registry)
+            if device is not None and "device" not in params:
+                raise VyreError.one("B005", f"backend {name!r} has no devices to choose from", "acquire",
+                                    f"call acquire({name!r})")
+            _instances[key] = info.make(registry, device)
         return _instances[key]
 
 

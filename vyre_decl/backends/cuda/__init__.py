@@ -7,7 +7,8 @@ One room per concern, each talking to the others through public methods only:
 * ``memory``   — pooled device allocations, pinned staging, resident ``DeviceBuffer``s;
 * ``kernels``  — PTX and cubins cached in memory and on disk, loaded modules;
 * ``pipeline`` — a compiled program: numpy dispatch (one arena, one staging area, one copy each
-  way), async and timed dispatch, and launches bound to resident buffers;
+  way), async and timed dispatch;
+* ``launches`` — launches bound to resident buffers, and numpy dispatches in flight;
 * ``graphs``   — sequences of resident launches and the CUDA graphs captured from them;
 * ``backend``  — ``CudaBackend``, the facade that wires them together.
 
@@ -17,12 +18,13 @@ enqueue on the ``Device`` stream with an arena from ``Memory`` → ``collect``.
 
 from __future__ import annotations
 
-from .backend import CudaBackend
 from ..config import Timing
+from .backend import CudaBackend
 from .device import CudaPoisoned, DeviceInfo, cuda_available
 from .graphs import CudaGraph, DispatchSequence
+from .launches import BoundLaunch, PendingDispatch
 from .memory import DeviceBuffer
-from .pipeline import BoundLaunch, CudaPipeline, PendingDispatch
+from .pipeline import CudaPipeline
 
 __all__ = ["CudaBackend", "CudaPipeline", "DeviceBuffer", "PendingDispatch", "Timing", "DispatchSequence",
            "CudaGraph", "DeviceInfo", "CudaPoisoned", "BoundLaunch", "cuda_available"]

@@ -15,14 +15,14 @@ from ...ir.diagnostics import VyreError
 from ...ir.nodes import Program
 from ...ir.types import DataType
 from ...registry import Registry, default_registry
-from ..config import DEFAULT_CONFIG, DispatchConfig
+from ..config import DEFAULT_CONFIG, DispatchConfig, Timing
 from ..hostio import check_capabilities, check_ulp_budget, xyz
-from ..config import Timing
 from .device import Device, DeviceInfo
 from .graphs import DispatchSequence
 from .kernels import KernelCache
+from .launches import PendingDispatch
 from .memory import DeviceBuffer, Memory
-from .pipeline import CudaPipeline, PendingDispatch
+from .pipeline import CudaPipeline
 
 __all__ = ["CudaBackend"]
 
@@ -160,6 +160,14 @@ class CudaBackend:
 
     def free(self, buf: DeviceBuffer) -> None:
         self._memory.free(buf)
+
+    def upload_many(self, arrays: Sequence[Any]) -> list[DeviceBuffer]:
+        """A new resident buffer for each numpy array, all copied with one synchronisation."""
+        return self._memory.upload_many(arrays)
+
+    def download_many(self, buffers: Sequence[DeviceBuffer]) -> list[np.ndarray]:
+        """The contents of each resident buffer, copied with one synchronisation."""
+        return self._memory.download_many(buffers)
 
     def wrap(self, obj: Any) -> DeviceBuffer:
         """A resident buffer viewing foreign device memory that exposes ``__cuda_array_interface__``

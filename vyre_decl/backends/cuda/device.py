@@ -83,6 +83,11 @@ class Device:
             raise VyreError.one("C001", f"cannot load the CUDA driver library: {exc}", "libcuda.so.1",
                                 "install the NVIDIA driver, or use the reference backend") from None
         ordinal = int(os.environ.get("VYRE_DECL_CUDA_DEVICE", "0")) if ordinal is None else ordinal
+        count = c_int()
+        cu.call("cuDeviceGetCount", byref(count))
+        if not 0 <= ordinal < count.value:
+            raise VyreError.one("C006", f"there is no CUDA device {ordinal}: this machine has {count.value}",
+                                "CudaBackend(device=...)", f"use a device from 0 to {count.value - 1}")
         dev = c_int()
         cu.call("cuDeviceGet", byref(dev), ordinal)
         self._handle = dev.value

@@ -3,14 +3,16 @@ a CUDA graph that replays them with one ``cuGraphLaunch`` (``CudaGraph``)."""
 
 from __future__ import annotations
 
+import time
 from ctypes import byref, c_void_p
 from typing import Sequence
 
 from ... import libcuda as cu
 from ...ir.diagnostics import VyreError
+from ..config import Timing
 from .device import Device
+from .launches import BoundLaunch
 from .memory import Memory
-from .pipeline import BoundLaunch
 
 __all__ = ["DispatchSequence", "CudaGraph"]
 
@@ -76,6 +78,17 @@ class CudaGraph:
         if result:
             dev.fail("cuGraphLaunch", result)
         dev.counters["graph_launches"] += 1
+
+    def replay_timed(self) -> Timing:
+        """Replay and wait; the GPU time of the whole graph comes from CUDA events."""
+        dev = self.device
+        with dev.lock:
+            t0 = time.perf_counter()
+            dev.mark_start()
+            self.replay()
+            dev.mark_end()
+            dev.synchronize()
+            return Timing(time.perf_counter() - t0, dev.elapsed())
 
     def close(self) -> None:
         """Destroy the graph; replay raises afterwards. Safe to call twice."""

@@ -37,6 +37,15 @@ def aligned(n: int) -> int:
     return -(-max(n, 1) // ALIGN) * ALIGN
 
 
+def _packed(sizes: list[int]) -> tuple[list[int], int]:
+    """Offsets of blocks of these sizes laid end to end (each aligned), and the total."""
+    offsets, total = [], 0
+    for n in sizes:
+        offsets.append(total)
+        total += aligned(n)
+    return offsets, total
+
+
 def dtype_of(arr: np.ndarray) -> DataType:
     try:
         return _NUMPY_TO_TYPE[arr.dtype]
@@ -211,6 +220,39 @@ class Memory:
             ctypes.memmove(self.staging.ptr, arr.ctypes.data, arr.nbytes)
             dev.copy_in(buf.ptr + offset * buf.dtype.size, self.staging.ptr, arr.nbytes)
             dev.synchronize()  # the staging area is reused by the next transfer
+
+    def upload_many(self, arrays: Any) -> list[DeviceBuffer]:
+        """A new resident buffer for each array, all copied with one synchronisation."""
+        arrs = [np.ascontiguousarray(a) for a in arrays]
+        bufs = [self.allocate(dtype_of(a), a.size) for a in arrs]
+        offsets, total = _packed([a.nbytes for a in arrs])
+        dev = self.device
+        with dev.lock:
+            dev.alive()
+            self.staging.ensure(total)
+            for a, off, buf in zip(arrs, offsets, bufs):
+                if a.nbytes:
+                    ctypes.memmove(self.staging.ptr + off, a.ctypes.data, a.nbytes)
+                    dev.copy_in(buf.ptr, self.staging.ptr + off, a.nbytes)
+            dev.synchronize()
+        return bufs
+
+    def download_many(self, bufs: Any) -> list[np.ndarray]:
+        """The contents of each buffer, all copied with one synchronisation."""
+        items = list(bufs)
+        for i, buf in enumerate(items):
+            self.own(buf, f"download_many[{i}]")
+        offsets, total = _packed([buf.nbytes for buf in items])
+        dev = self.device
+        with dev.lock:
+            dev.alive()
+            self.staging.ensure(total)
+            for buf, off in zip(items, offsets):
+                if buf.nbytes:
+                    dev.copy_out(self.staging.ptr + off, buf.ptr, buf.nbytes)
+            dev.synchronize()
+            return [self.staging.view[off: off + buf.nbytes].view(buf.dtype.storage_dtype).copy()
+                    for buf, off in zip(items, offsets)]
 
     def download_range(self, buf: DeviceBuffer, offset: int, count: int) -> np.ndarray:
         """Elements ``offset .. offset + count`` of ``buf`` (waits for queued work)."""

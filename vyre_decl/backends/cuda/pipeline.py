@@ -19,14 +19,14 @@ import numpy as np
 from ... import libcuda as cu
 from ...emit import PtxModule
 from ...ir.diagnostics import VyreError
-from ...ir.nodes import Access, BufferDecl, Program
-from ..config import DispatchConfig
+from ...ir.nodes import BufferDecl, Program
+from ..config import DispatchConfig, Timing
 from ..hostio import MAX_ELEMENTS, as_storage, check_repeat, check_workgroup, grid_basis, host_output, infer_grid, prepare
-from ..config import Timing
 from .device import Device
+from .launches import BoundLaunch, PendingDispatch
 from .memory import DeviceBuffer, Memory, Pinned, aligned
 
-__all__ = ["CudaPipeline", "BoundLaunch", "PendingDispatch", "Layout"]
+__all__ = ["CudaPipeline", "Layout"]
 
 _ZERO_BY_COPY = 1 << 16  # outputs up to this many bytes are zeroed through the input copy
 _LAYOUTS_KEPT = 64
@@ -89,7 +89,8 @@ class CudaPipeline:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _usable(self) -> None:
+    def usable(self) -> None:
+        """Raise C005 if the pipeline or its device was closed (C002 if poisoned)."""
         self.device.alive()
         if self.closed:
             raise VyreError.one("C005", "this pipeline was closed", f"program {self.program.name!r}",
@@ -163,10 +164,10 @@ class CudaPipeline:
     def _dispatch(self, inputs: Sequence[Any] | Mapping[str, Any], cfg: DispatchConfig,
                   timed: bool) -> tuple[list[np.ndarray], float]:
         dev, mem = self.device, self.memory
-        self._usable()
+        self.usable()
         arrays, counts, grid, layout = self._prepare(inputs, cfg)
         with dev.lock:
-            self._usable()
+            self.usable()
             if self._arena is None or self._arena[1] < layout.total:
                 if self._arena is not None:
                     mem.give(*self._arena)
@@ -190,7 +191,7 @@ class CudaPipeline:
         """Start a dispatch and return at once; ``.result()`` waits and gives the outputs."""
         cfg = config or self.config
         dev, mem = self.device, self.memory
-        self._usable()
+        self.usable()
         if cfg is self.config:
             check_workgroup(self.program, cfg)
         arrays, counts, grid, layout = self._prepare(inputs, cfg)
@@ -280,148 +281,14 @@ class CudaPipeline:
         self.resident_launches += 1
 
 
-class BoundLaunch:
-    """A launch over fixed resident buffers: calling it costs one cuLaunchKernel."""
-
-    __slots__ = ("pipeline", "device", "buffers", "items", "grid_arg", "grid", "epoch", "launcher", "values",
-                 "empty", "launch", "args")
-
-    def __init__(self, pipeline: CudaPipeline, buffers: Sequence[DeviceBuffer] | Mapping[str, DeviceBuffer],
-                 grid: tuple[int, int, int] | None) -> None:
-        dev, mem, program = pipeline.device, pipeline.memory, pipeline.program
-        pipeline._usable()
-        decls = [b for b in program.buffers if b.access is not Access.WORKGROUP]
-        if isinstance(buffers, Mapping):
-            missing = [d.name for d in decls if d.name not in buffers]
-            if missing:
-                raise VyreError.one("D001", f"no resident buffer for {missing[0]!r}", f"program {program.name!r}",
-                                    f"bind every buffer: {', '.join(d.name for d in decls)}")
-            items = [buffers[d.name] for d in decls]
-        else:
-            items = list(buffers)
-            if len(items) != len(decls):
-                raise VyreError.one("D001", f"expected {len(decls)} resident buffers "
-                                    f"({', '.join(d.name for d in decls)}), got {len(items)}",
-                                    f"program {program.name!r}", "pass one buffer per non-workgroup buffer")
-        counts: dict[str, int] = {}
-        for d, buf in zip(decls, items):
-            mem.own(buf, d.name)
-            if buf.dtype.storage_dtype != d.dtype.storage_dtype:
-                raise VyreError.one("D002", f"resident buffer holds {buf.dtype}, the program declares {d.dtype}",
-                                    f"buffer {d.name!r}", f"allocate it as {d.dtype}")
-            counts[d.name] = d.count or buf.count  # the kernel sees the declared size, as on dispatch()
-        for d in program.buffers:
-            if d.count_like is not None:
-                counts[d.name] = counts[d.count_like]
-            counts.setdefault(d.name, d.count)
-        for d, buf in zip(decls, items):  # never let a kernel index past a buffer's memory
-            if buf.count < counts[d.name]:
-                raise VyreError.one("D003", f"resident buffer has {buf.count} elements, the program needs "
-                                    f"{counts[d.name]}", f"buffer {d.name!r}", f"allocate at least {counts[d.name]} elements")
-        g = (int(grid[0]), int(grid[1]), int(grid[2])) if grid is not None else \
-            infer_grid(program, counts, program.workgroup_size, pipeline.grid_basis)
-        dev.check_grid(program, g)
-        by_name = dict(zip((d.name for d in decls), items))
-        self.pipeline, self.device = pipeline, dev
-        self.buffers = tuple(items)
-        # the argument as given (list, tuple or dict), to recognise the same buffers cheaply
-        self.items = dict(buffers) if isinstance(buffers, Mapping) else list(items) if isinstance(buffers, list) else tuple(items)
-        self.grid_arg, self.grid = grid, g
-        self.epoch = dev.epoch
-        # a private launcher, so several bound launches of one pipeline can coexist (graphs)
-        values: list[c_uint64 | c_uint32] = [c_uint64(by_name[d.name].ptr) for d in pipeline.abi_buffers]
-        values += [c_uint32(counts[d.name]) for d in pipeline.abi_buffers]
-        self.values = values
-        self.launcher = cu.Launcher(pipeline.function, values, program.workgroup_size)
-        self.launcher.set_grid(g)
-        self.launcher.set_stream(dev.stream)
-        self.empty = 0 in g
-        self.launch, self.args = self.launcher.function_and_args()
-        if self.empty:  # nothing to run: a launch that does nothing keeps the hot path branch-free
-            self.launch = _no_launch
-
-    def refresh(self) -> None:
-        """Re-check the buffers (one of the device's buffers was freed since binding)."""
-        self.__init__(self.pipeline, self.buffers, self.grid_arg)  # type: ignore[misc]
-
-    def __call__(self) -> None:
+    def dispatch_resident_timed(self, buffers: Sequence[DeviceBuffer] | Mapping[str, DeviceBuffer],
+                                grid: tuple[int, int, int] | None = None) -> Timing:
+        """Launch over resident buffers and wait; the GPU time comes from CUDA events."""
         dev = self.device
-        if self.epoch != dev.epoch:
-            dev.alive()
-            self.refresh()
-        # no lock: the arguments are this object's own, and cuLaunchKernel is thread-safe
-        result = self.launch(*self.args)
-        if result:
-            dev.relaunch(result, self.launch, self.args)
-        dev.counters["launches"] += 1
-
-    def launch_on(self, stream: c_void_p) -> int:
-        """Launch once on another stream (graph capture); returns the CUresult."""
-        if self.empty:
-            return 0
-        self.launcher.set_stream(stream)
-        try:
-            return int(self.launcher())
-        finally:
-            self.launcher.set_stream(self.device.stream)
-
-
-def _no_launch(*_: Any) -> int:
-    return 0
-
-
-class PendingDispatch:
-    """A dispatch in flight; ``done()`` polls, ``result()`` waits and returns the outputs."""
-
-    def __init__(self, pipeline: CudaPipeline, layout: Layout, arena: tuple[int, int], staging: Pinned,
-                 event: c_void_p) -> None:
-        self.pipeline, self.layout = pipeline, layout
-        self._arena, self._staging = arena, staging
-        self._event: c_void_p | None = event
-        self._outputs: list[np.ndarray] | None = None
-
-    def done(self) -> bool:
-        if self._outputs is not None:
-            return True
-        result = cu.function("cuEventQuery")(self._event)
-        if result == cu.CUDA_ERROR_NOT_READY:
-            return False
-        if result:
-            self.pipeline.device.fail("cuEventQuery", result)
-        return True
-
-    def result(self) -> list[np.ndarray]:
-        """Wait for the dispatch and return its outputs (the arena and staging are released)."""
-        if self._outputs is None:
-            if self._event is None:
-                raise VyreError.one("C005", "this pending dispatch was closed before its result was read",
-                                    f"program {self.pipeline.program.name!r}", "read result() before close()")
-            self._outputs = self._finish(collect=True)
-        return self._outputs
-
-    def close(self) -> None:
-        """Release the arena, staging and event (waiting for the GPU first); the outputs, if not
-        read yet, are dropped. Safe to call twice."""
-        if self._outputs is None and self._event is not None:
-            self._finish(collect=False)
-
-    def __enter__(self) -> PendingDispatch:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _finish(self, collect: bool) -> list[np.ndarray]:
-        dev = self.pipeline.device
         with dev.lock:
-            dev.alive()
-            result = cu.function("cuEventSynchronize")(self._event)
-            if result:
-                dev.fail("cuEventSynchronize", result)
-            dev.counters["syncs"] += 1
-            outputs = self.pipeline.collect(self.layout, self._staging) if collect else []
-            self.pipeline.memory.give(*self._arena)
-            self._staging.close()
-            cu.call("cuEventDestroy_v2", self._event)
-            self._event = None
-        return outputs
+            t0 = time.perf_counter()
+            dev.mark_start()
+            self.dispatch_resident(buffers, grid)
+            dev.mark_end()
+            dev.synchronize()
+            return Timing(time.perf_counter() - t0, dev.elapsed())
