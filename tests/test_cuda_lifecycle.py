@@ -154,3 +154,21 @@ def test_batched_transfers_timed_resident_launches_and_device_choice():
         CudaBackend(device=1 << 20)
     assert e.value.codes == ["C006"]
     assert vyre_decl.acquire("cuda:0").device.ordinal == 0
+
+
+def test_occupancy_snapshots_and_the_pool_cap():
+    from vyre_decl.backends.cuda import CudaBackend
+
+    with CudaBackend(pool_limit_mb=1) as be:
+        pipe = be.compile(VADD)
+        occ = pipe.occupancy()
+        assert occ.threads == 64 and occ.workgroups_per_sm > 0 and 0 < occ.occupancy <= 1 and occ.registers > 0
+        assert pipe.suggested_workgroup() in (64, 128, 256, 512, 1024)
+        big = be.allocate("u32", 1 << 20)  # 4 MB: beyond the 1 MB pool cap
+        before = be.memory()
+        assert before["live_buffers"] >= 1 and before["live_bytes"] >= 4 << 20 and before["device_total_bytes"] > 0
+        be.free(big)
+        after = be.memory()
+        assert after["pooled_bytes"] <= 1 << 20 and be.telemetry()["pool_frees"] >= 1
+        cache = be.cache()
+        assert cache["modules_loaded"] >= 1 and cache["pipelines"] >= 1 and "cubin" in cache["disk"]

@@ -134,6 +134,7 @@ ATTR: Final = {
     "compute_capability_minor": 76,
     "max_shared_memory_per_multiprocessor": 81,
     "cooperative_launch": 95,
+    "max_threads_per_multiprocessor": 39,
     "unified_addressing": 41,
 }
 

@@ -5,6 +5,7 @@ buffers, sequences and graphs, telemetry."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 import weakref
 from typing import Any, Mapping, Sequence
@@ -37,11 +38,18 @@ class CudaBackend:
     capabilities = frozenset({"f64", "i64", "atomics", "workgroup_memory", "workgroup_atomics", "resident_buffers",
                               "async", "timed", "graphs", "exact_f32"})
 
-    def __init__(self, device: int | None = None, registry: Registry | None = None) -> None:
+    def __init__(self, device: int | None = None, registry: Registry | None = None,
+                 pool_limit_mb: int | None = None) -> None:
+        """A backend on GPU ``device`` (default: VYRE_DECL_CUDA_DEVICE, else 0); ``pool_limit_mb``
+        caps the device memory kept pooled for reuse (default: VYRE_DECL_POOL_MB, else 1024)."""
         self._registry = registry
+        if pool_limit_mb is None:
+            env = os.environ.get("VYRE_DECL_POOL_MB", "1024")
+            pool_limit_mb = int(env) if env.isascii() and env.isdigit() else 1024
+        limit = pool_limit_mb
         self._device = Device(device)
         self.device: DeviceInfo = self._device.info
-        self._memory = Memory(self._device)
+        self._memory = Memory(self._device, max(limit, 0) << 20)
         self._kernels = KernelCache(self._device, lambda: self.registry)
         self._pipelines: dict[tuple[str, str], CudaPipeline] = {}
         self._lock = threading.Lock()
@@ -91,6 +99,16 @@ class CudaBackend:
         with self._lock:
             counters["launches"] += sum(p.resident_launches for p in self._pipelines.values())
         return counters
+
+    def memory(self) -> dict[str, int]:
+        """Device memory this backend holds: pooled and live bytes, the pool's cap, the staging
+        area, and the device's free and total memory."""
+        return self._memory.snapshot()
+
+    def cache(self) -> dict[str, Any]:
+        """Compiled-kernel caches: entries in memory, pipelines, and the disk caches' hits, misses
+        and evictions in this process."""
+        return {**self._kernels.snapshot(), "pipelines": len(self._pipelines)}
 
     # --- compilation
     def emit(self, program: Program) -> str:

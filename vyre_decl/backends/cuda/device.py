@@ -23,11 +23,11 @@ from ...emit import PtxModule, Target, choose_target
 from ...ir.diagnostics import Diagnostic, VyreError
 from ...ir.nodes import Program
 
-__all__ = ["Device", "DeviceInfo", "CudaPoisoned", "COUNTERS", "prepare_environment", "cuda_available"]
+__all__ = ["Device", "DeviceInfo", "Occupancy", "CudaPoisoned", "COUNTERS", "prepare_environment", "cuda_available"]
 
 COUNTERS = ("launches", "graph_launches", "bytes_h2d", "bytes_d2h", "syncs", "ptx_memory_hits", "ptx_disk_hits",
             "cubin_disk_hits", "module_hits", "jit_compiles", "jit_ms", "load_us", "allocations", "pool_hits",
-            "dispatches")
+            "pool_frees", "dispatches")
 _INVALID_CONTEXT = 201  # CUDA_ERROR_INVALID_CONTEXT: this thread has no current context yet
 
 
@@ -49,6 +49,24 @@ class CudaPoisoned(VyreError):
 
 
 @dataclass(frozen=True)
+class Occupancy:
+    """How a kernel fills the device's multiprocessors at a workgroup size: workgroups resident
+    per multiprocessor, the fraction of the multiprocessor's thread slots they use, and the
+    kernel's resources per invocation/workgroup that set the limit."""
+
+    threads: int
+    workgroups_per_sm: int
+    occupancy: float
+    registers: int
+    shared_bytes: int
+    local_bytes: int
+
+
+# CU_FUNC_ATTRIBUTE_* (cuda.h)
+_FUNC_SHARED_SIZE_BYTES, _FUNC_LOCAL_SIZE_BYTES, _FUNC_NUM_REGS = 1, 3, 4
+
+
+@dataclass(frozen=True)
 class DeviceInfo:
     ordinal: int
     name: str
@@ -59,6 +77,7 @@ class DeviceInfo:
     max_block: tuple[int, int, int]
     max_grid: tuple[int, int, int]
     max_shared_per_block: int
+    max_threads_per_sm: int
     total_memory: int
     cooperative_launch: bool
     driver_version: int
@@ -193,7 +212,8 @@ class Device:
             attr("max_threads_per_block"),
             (attr("max_block_dim_x"), attr("max_block_dim_y"), attr("max_block_dim_z")),
             (attr("max_grid_dim_x"), attr("max_grid_dim_y"), attr("max_grid_dim_z")),
-            attr("max_shared_memory_per_block"), total.value, bool(attr("cooperative_launch")), driver,
+            attr("max_shared_memory_per_block"), attr("max_threads_per_multiprocessor"), total.value,
+            bool(attr("cooperative_launch")), driver,
             choose_target(driver, cc),
         )
 
@@ -213,6 +233,18 @@ class Device:
         if len(grid) != 3 or grid[0] > m[0] or grid[1] > m[1] or grid[2] > m[2]:
             raise VyreError.one("D009", f"grid {grid} exceeds the device's limits {m}",
                                 f"program {program.name!r}", "split the dispatch or use larger workgroups")
+
+    def occupancy(self, function: c_void_p, threads: int) -> Occupancy:
+        """How ``function`` fills a multiprocessor with workgroups of ``threads`` invocations."""
+        def attr(which: int) -> int:
+            v = c_int()
+            cu.call("cuFuncGetAttribute", byref(v), which, function)
+            return v.value
+
+        blocks = c_int()
+        cu.call("cuOccupancyMaxActiveBlocksPerMultiprocessor", byref(blocks), function, threads, 0)
+        return Occupancy(threads, blocks.value, blocks.value * threads / self.info.max_threads_per_sm,
+                         attr(_FUNC_NUM_REGS), attr(_FUNC_SHARED_SIZE_BYTES), attr(_FUNC_LOCAL_SIZE_BYTES))
 
     # --- work on the stream (lock held by the caller where state is shared)
     def copy_in(self, device_ptr: int, host_ptr: int, nbytes: int) -> None:

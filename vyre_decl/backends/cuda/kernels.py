@@ -13,7 +13,7 @@ import hashlib
 import time
 from ctypes import byref, c_int, c_void_p
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from ... import libcuda as cu
 from ..._version import __version__
@@ -82,6 +82,14 @@ class KernelCache:
             return found
         found = self._modules[key] = self._load(module, key)
         return found
+
+    def snapshot(self) -> dict[str, Any]:
+        """Entries in memory, and hits, misses and evictions of the disk caches in this process."""
+        return {
+            "ptx_in_memory": len(self._ptx), "modules_loaded": len(self._modules),
+            "disk": {kind: {"hits": d.hits, "misses": d.misses, "evictions": d.evictions}
+                     for kind, d in (("ptx", self._ptx_disk), ("cubin", self._cubin_disk))},
+        }
 
     def close(self) -> None:
         """Unload every module (the pipelines using them are closed first)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import weakref
-from ctypes import byref, c_uint64, c_void_p
+from ctypes import byref, c_size_t, c_uint64, c_void_p
 from typing import Any
 
 import numpy as np
@@ -122,10 +122,12 @@ class Memory:
     """Allocations and transfers of one device. Blocks are pooled in power-of-two buckets and
     reused instead of cuMemAlloc/cuMemFree."""
 
-    def __init__(self, device: Device) -> None:
+    def __init__(self, device: Device, pool_limit: int = 1 << 30) -> None:
         self.device = device
+        self.pool_limit = pool_limit  # bytes kept pooled at most; a block beyond it is freed
         self.staging = Pinned()
         self._free: dict[int, list[int]] = {}
+        self._pooled = 0
         # live owned buffers: a buffer dropped without free() gives its block back to the pool
         self._live: dict[int, weakref.finalize] = {}
         self._abandoned: list[Pinned] = []
@@ -144,6 +146,7 @@ class Memory:
         counters = self.device.counters
         if bucket:
             counters["pool_hits"] += 1
+            self._pooled -= cap
             return bucket.pop(), cap
         ptr = c_uint64()
         try:
@@ -157,8 +160,13 @@ class Memory:
         return ptr.value, cap
 
     def give(self, ptr: int, cap: int) -> None:
-        """Return a block taken with ``take`` to the pool."""
+        """Return a block taken with ``take`` to the pool (freed instead when the pool is full)."""
+        if self._pooled + cap > self.pool_limit:
+            cu.call("cuMemFree_v2", ptr)
+            self.device.counters["pool_frees"] += 1
+            return
         self._free.setdefault(cap, []).append(ptr)
+        self._pooled += cap
 
     def trim(self) -> None:
         """Free every pooled block."""
@@ -166,6 +174,22 @@ class Memory:
             for ptr in bucket:
                 cu.call("cuMemFree_v2", ptr)
         self._free.clear()
+        self._pooled = 0
+
+    def snapshot(self) -> dict[str, int]:
+        """Pooled, live and staging bytes, and the device's free and total memory."""
+        free, total = c_size_t(), c_size_t()
+        if not self.device.closed:
+            self.device.alive()
+            cu.call("cuMemGetInfo_v2", byref(free), byref(total))
+        live = [fin.peek() for fin in self._live.values()]
+        return {
+            "pooled_bytes": self._pooled, "pooled_blocks": sum(len(b) for b in self._free.values()),
+            "pool_limit_bytes": self.pool_limit,
+            "live_buffers": sum(1 for x in live if x is not None),
+            "live_bytes": sum(x[2][1] for x in live if x is not None),
+            "staging_bytes": self.staging.size, "device_free_bytes": free.value, "device_total_bytes": total.value,
+        }
 
     # --- resident buffers
     def own(self, buf: Any, where: str) -> None:

@@ -22,7 +22,7 @@ from ...ir.diagnostics import VyreError
 from ...ir.nodes import BufferDecl, Program
 from ..config import DispatchConfig, Timing
 from ..hostio import MAX_ELEMENTS, as_storage, check_repeat, check_workgroup, grid_basis, host_output, infer_grid, prepare
-from .device import Device
+from .device import Device, Occupancy
 from .launches import BoundLaunch, PendingDispatch
 from .memory import DeviceBuffer, Memory, Pinned, aligned
 
@@ -259,6 +259,21 @@ class CudaPipeline:
             raw = view[off: off + n * d.dtype.size].view(d.dtype.storage_dtype).copy()
             out.append(host_output(d, raw))
         return out
+
+    # --- launch help
+    def occupancy(self) -> Occupancy:
+        """How this kernel fills a multiprocessor at its workgroup size (registers, workgroup
+        memory and resident workgroups per multiprocessor)."""
+        wg = self.program.workgroup_size
+        return self.device.occupancy(self.function, wg[0] * wg[1] * wg[2])
+
+    def suggested_workgroup(self) -> int:
+        """The invocations per workgroup (a power of two from 64 to 1024) that keep the most
+        threads resident per multiprocessor for this kernel's resource use (ties: the smaller);
+        compile with ``DispatchConfig(workgroup=(n, 1, 1))`` to use it."""
+        best = max((self.device.occupancy(self.function, n) for n in (64, 128, 256, 512, 1024)),
+                   key=lambda o: (o.workgroups_per_sm * o.threads, -o.threads))
+        return best.threads
 
     # --- resident buffers
     def bind(self, buffers: Sequence[DeviceBuffer] | Mapping[str, DeviceBuffer],
