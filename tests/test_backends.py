@@ -264,3 +264,26 @@ def test_acquire_names_a_device_after_a_colon():
         with pytest.raises(VyreError) as e:
             acquire(bad)
         assert e.value.codes == [code], bad
+
+
+def test_capability_protocols_describe_the_backends():
+    from vyre_decl.backends import Backend, GraphBackend, ResidentBackend, TimedBackend
+    from vyre_decl.backends.reference import ReferenceBackend
+
+    ref = ReferenceBackend()
+    assert isinstance(ref, Backend) and isinstance(ref, TimedBackend)
+    assert "resident_buffers" not in ref.capabilities  # it has the methods, and they raise B006
+    assert isinstance(ref, ResidentBackend) and isinstance(ref, GraphBackend)
+
+
+def test_dispatch_into_caller_arrays():
+    a, b = np.arange(4, dtype=np.uint32), np.ones(4, np.uint32)
+    out = np.zeros(4, np.uint32)
+    got = acquire("reference").dispatch(VADD, [a, b], out=[out])
+    assert got[0] is out and out.tolist() == [1, 2, 3, 4]
+    for bad in ([np.zeros(3, np.uint32)], [np.zeros(4, np.int32)], [], [np.zeros(8, np.uint32)[::2]], "x"):
+        keep = out.copy()
+        with pytest.raises(VyreError) as e:
+            acquire("reference").dispatch(VADD, [a, b], out=bad)
+        assert e.value.codes == ["D015"] and "Fix:" in str(e.value)
+        assert (out == keep).all()

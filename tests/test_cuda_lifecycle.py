@@ -172,3 +172,15 @@ def test_occupancy_snapshots_and_the_pool_cap():
         assert after["pooled_bytes"] <= 1 << 20 and be.telemetry()["pool_frees"] >= 1
         cache = be.cache()
         assert cache["modules_loaded"] >= 1 and cache["pipelines"] >= 1 and "cubin" in cache["disk"]
+
+
+def test_cuda_dispatch_into_caller_arrays_and_reused_async_staging():
+    be = vyre_decl.acquire("cuda")
+    out = np.zeros(X.size, np.uint32)
+    got = be.dispatch(VADD, [X, X], out=[out])
+    assert got[0] is out and (out == 2 * X).all()
+    with pytest.raises(VyreError) as e:
+        be.dispatch(VADD, [X, X], out=[np.zeros(3, np.uint32)])
+    assert e.value.codes == ["D015"]
+    for _ in range(3):
+        np.testing.assert_array_equal(be.dispatch_async(VADD, [X, X]).result()[0], 2 * X)

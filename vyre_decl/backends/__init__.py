@@ -19,7 +19,7 @@ import numpy as np
 
 from ..ir.diagnostics import VyreError
 from ..ir.nodes import Program
-from .config import DEFAULT_CONFIG, DispatchConfig
+from .config import DEFAULT_CONFIG, DispatchConfig, Timing
 
 if TYPE_CHECKING:  # pragma: no cover - the registry loads pydantic; acquire() needs it only when given one
     from ..registry import Registry
@@ -27,6 +27,12 @@ if TYPE_CHECKING:  # pragma: no cover - the registry loads pydantic; acquire() n
 __all__ = [
     "Backend",
     "Pipeline",
+    "Pending",
+    "AsyncBackend",
+    "TimedBackend",
+    "ResidentBackend",
+    "GraphBackend",
+    "Timing",
     "BackendInfo",
     "DispatchConfig",
     "DEFAULT_CONFIG",
@@ -75,6 +81,58 @@ class Backend(Protocol):
     def dispatch(self, program: Program, inputs: Inputs, config: DispatchConfig | None = None) -> list[np.ndarray]: ...
 
     def compile(self, program: Program, config: DispatchConfig | None = None) -> Pipeline: ...
+
+
+# The optional capabilities, as Protocols: a backend declaring the flag has these methods (the
+# reference backend answers the resident and async ones with B006).
+@runtime_checkable
+class Pending(Protocol):
+    """A dispatch in flight."""
+
+    def done(self) -> bool: ...
+
+    def result(self) -> list[np.ndarray]: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class AsyncBackend(Backend, Protocol):
+    """Flag ``async``."""
+
+    def dispatch_async(self, program: Program, inputs: Inputs, config: DispatchConfig | None = None) -> Pending: ...
+
+
+@runtime_checkable
+class TimedBackend(Backend, Protocol):
+    """Flag ``timed``: outputs and a ``Timing`` (wall and device seconds)."""
+
+    def dispatch_timed(self, program: Program, inputs: Inputs,
+                       config: DispatchConfig | None = None) -> tuple[list[np.ndarray], Timing]: ...
+
+
+@runtime_checkable
+class ResidentBackend(Backend, Protocol):
+    """Flag ``resident_buffers``: device buffers that stay on the device between dispatches."""
+
+    def allocate(self, dtype: Any, count: int) -> Any: ...
+
+    def upload(self, data: Any, dtype: Any = None) -> Any: ...
+
+    def upload_at(self, buf: Any, offset: int, data: Any) -> None: ...
+
+    def download(self, buf: Any) -> np.ndarray: ...
+
+    def free(self, buf: Any) -> None: ...
+
+    def synchronize(self) -> None: ...
+
+
+@runtime_checkable
+class GraphBackend(ResidentBackend, Protocol):
+    """Flag ``graphs``: resident launches captured once and replayed."""
+
+    def sequence(self, steps: Sequence[Any]) -> Any: ...
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from ..ir.walk import body_exprs
 from .config import DispatchConfig
 
 __all__ = ["Launch", "check_repeat", "check_workgroup", "prepare", "infer_grid", "grid_basis", "host_output", "as_storage", "MAX_ELEMENTS",
-           "xyz", "check_ulp_budget", "check_capabilities"]
+           "xyz", "check_ulp_budget", "check_capabilities", "check_out", "deliver"]
 
 MAX_ELEMENTS: Final = 2**32 - 1
 
@@ -180,6 +180,39 @@ def host_output(decl: BufferDecl, raw: np.ndarray) -> np.ndarray:
     """A returned buffer as the user sees it: bool buffers as numpy bool arrays, others as their
     storage dtype (bf16 as uint16 bit patterns)."""
     return raw != 0 if decl.dtype is DataType.BOOL else raw
+
+
+def check_out(program: Program, counts: Mapping[str, int], out: Sequence[Any]) -> list[np.ndarray]:
+    """Caller-provided arrays for a dispatch's outputs (``dispatch(..., out=[...])``): one per
+    output, in order, each a writeable C-contiguous numpy array of the output's host dtype (bool
+    for bool buffers, else the storage dtype) and element count. Checked before anything runs."""
+    outputs = program.outputs
+    if not isinstance(out, (list, tuple)) or len(out) != len(outputs):
+        raise _fail("D015", f"out must be a list of {len(outputs)} array(s), one per output "
+                    f"({', '.join(d.name for d in outputs)})", f"program {program.name!r}",
+                    "pass out=[np.empty(n, dtype), ...] in output order, or leave out=None")
+    arrays = []
+    for d, a in zip(outputs, out):
+        want = np.dtype(np.bool_) if d.dtype is DataType.BOOL else d.dtype.storage_dtype
+        n = counts[d.name]
+        if not isinstance(a, np.ndarray) or a.dtype != want or a.size != n or not a.flags.c_contiguous \
+                or not a.flags.writeable:
+            got = f"{type(a).__name__} {getattr(a, 'dtype', '')} x {getattr(a, 'size', '?')}"
+            raise _fail("D015", f"out for {d.name!r} must be a writeable C-contiguous {want} array of {n} elements, "
+                        f"got {got}", f"buffer {d.name!r}", f"pass np.empty({n}, np.{want.name})")
+        arrays.append(a.reshape(-1))
+    return arrays
+
+
+def deliver(decl: BufferDecl, raw: np.ndarray, into: np.ndarray | None) -> np.ndarray:
+    """A returned buffer (its storage ``raw``) as a new host array, or written into ``into``."""
+    if into is None:
+        return host_output(decl, raw.copy())
+    if decl.dtype is DataType.BOOL:
+        np.not_equal(raw, 0, out=into)
+    else:
+        np.copyto(into, raw, casting="no")
+    return into
 
 
 def xyz(size: Sequence[int]) -> tuple[int, int, int]:

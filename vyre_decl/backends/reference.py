@@ -16,7 +16,7 @@ from ..ir.validation import check
 from ..reference.interpreter import CompiledProgram, compile_program
 from ..registry import Registry, default_registry
 from .config import DEFAULT_CONFIG, DispatchConfig, Timing
-from .hostio import check_capabilities, check_ulp_budget, check_workgroup, host_output, prepare, xyz
+from .hostio import check_capabilities, check_out, check_ulp_budget, check_workgroup, deliver, host_output, prepare, xyz
 
 __all__ = ["ReferenceBackend", "ReferencePipeline"]
 
@@ -31,12 +31,17 @@ class ReferencePipeline:
         self.program = compiled.program
         self.config = config
 
-    def dispatch(self, inputs: Sequence[Any] | Mapping[str, Any], config: DispatchConfig | None = None) -> list[np.ndarray]:
+    def dispatch(self, inputs: Sequence[Any] | Mapping[str, Any], config: DispatchConfig | None = None,
+                 out: Sequence[np.ndarray] | None = None) -> list[np.ndarray]:
+        """Run once; returns the outputs (written into ``out`` when given, see hostio.check_out)."""
         cfg = config or self.config
         check_workgroup(self.program, cfg)
         launch = prepare(self.program, inputs, cfg)
+        into = check_out(self.program, launch.counts, out) if out is not None else None
         self.compiled.run(launch.memory, launch.counts, launch.grid, cfg.repeat, cfg.timeout)
-        return [host_output(d, launch.memory[d.name]) for d in self.program.outputs]
+        if into is None:
+            return [host_output(d, launch.memory[d.name]) for d in self.program.outputs]
+        return [deliver(d, launch.memory[d.name], a) for d, a in zip(self.program.outputs, into)]
 
 
 class ReferenceBackend:
@@ -81,9 +86,11 @@ class ReferenceBackend:
         program: Program,
         inputs: Sequence[Any] | Mapping[str, Any],
         config: DispatchConfig | None = None,
+        out: Sequence[np.ndarray] | None = None,
     ) -> list[np.ndarray]:
-        """Run ``program`` once on ``inputs``; returns the output buffers in declaration order."""
-        return self.compile(program, config).dispatch(inputs, config)
+        """Run ``program`` once on ``inputs``; returns the output buffers in declaration order
+        (written into the caller's arrays ``out`` when given)."""
+        return self.compile(program, config).dispatch(inputs, config, out)
 
     # --- what a CPU backend has no use for: named, with a coded error, instead of AttributeError
     def synchronize(self) -> None:

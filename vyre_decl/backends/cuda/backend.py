@@ -143,9 +143,10 @@ class CudaBackend:
 
     # --- dispatch (numpy)
     def dispatch(self, program: Program, inputs: Sequence[Any] | Mapping[str, Any],
-                 config: DispatchConfig | None = None) -> list[np.ndarray]:
-        """Run ``program`` once on ``inputs``; returns the outputs in declaration order."""
-        return self.compile(program, config).dispatch(inputs, config)
+                 config: DispatchConfig | None = None, out: Sequence[np.ndarray] | None = None) -> list[np.ndarray]:
+        """Run ``program`` once on ``inputs``; returns the outputs in declaration order (written
+        into the caller's arrays ``out`` when given)."""
+        return self.compile(program, config).dispatch(inputs, config, out)
 
     def dispatch_async(self, program: Program, inputs: Sequence[Any] | Mapping[str, Any],
                        config: DispatchConfig | None = None) -> PendingDispatch:

@@ -161,7 +161,7 @@ class PendingDispatch:
             dev.counters["syncs"] += 1
             outputs = self.pipeline.collect(self.layout, self._staging) if collect else []
             self.pipeline.memory.give(*self._arena)
-            self._staging.close()
+            self.pipeline.memory.give_staging(self._staging)
             cu.call("cuEventDestroy_v2", self._event)
             self._event = None
         return outputs

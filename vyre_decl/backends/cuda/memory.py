@@ -24,6 +24,7 @@ from .device import Device
 __all__ = ["Memory", "DeviceBuffer", "Pinned", "ALIGN", "aligned"]
 
 ALIGN = 256
+_SPARE_STAGING = 4  # pinned areas kept for dispatches in flight
 _OUT_OF_MEMORY = 2  # CUDA_ERROR_OUT_OF_MEMORY
 _NUMPY_TO_TYPE = {
     np.dtype(np.uint8): DataType.U8, np.dtype(np.int8): DataType.I8, np.dtype(np.uint16): DataType.U16,
@@ -131,6 +132,20 @@ class Memory:
         # live owned buffers: a buffer dropped without free() gives its block back to the pool
         self._live: dict[int, weakref.finalize] = {}
         self._abandoned: list[Pinned] = []
+        self._spare: list[Pinned] = []
+
+    def take_staging(self, nbytes: int) -> Pinned:
+        """A pinned area of at least ``nbytes`` for a dispatch in flight (reused, not re-allocated)."""
+        staging = self._spare.pop() if self._spare else Pinned()
+        staging.ensure(nbytes)
+        return staging
+
+    def give_staging(self, staging: Pinned) -> None:
+        """Return an area from ``take_staging``; a few are kept, the rest released."""
+        if len(self._spare) < _SPARE_STAGING:
+            self._spare.append(staging)
+        else:
+            staging.close()
 
     def abandon_staging(self) -> None:
         """Queued work still writes into the staging area (a dispatch timed out): use a fresh
@@ -323,8 +338,9 @@ class Memory:
             if self.device.poisoned is None:
                 self.trim()
             self.staging.close()
-            for staging in self._abandoned:
+            for staging in self._abandoned + self._spare:
                 staging.close()
+            self._spare.clear()
 
     def wrap(self, obj: Any) -> DeviceBuffer:
         """A resident buffer viewing foreign device memory that exposes ``__cuda_array_interface__``

@@ -21,7 +21,8 @@ from ...emit import PtxModule
 from ...ir.diagnostics import VyreError
 from ...ir.nodes import BufferDecl, Program
 from ..config import DispatchConfig, Timing
-from ..hostio import MAX_ELEMENTS, as_storage, check_repeat, check_workgroup, grid_basis, host_output, infer_grid, prepare
+from ..hostio import (MAX_ELEMENTS, as_storage, check_out, check_repeat, check_workgroup, deliver, grid_basis, infer_grid,
+                      prepare)
 from .device import Device, Occupancy
 from .launches import BoundLaunch, PendingDispatch
 from .memory import DeviceBuffer, Memory, Pinned, aligned
@@ -157,15 +158,18 @@ class CudaPipeline:
         self.device.check_grid(self.program, grid)
         return arrays, counts, grid, self._layout(counts)
 
-    def dispatch(self, inputs: Sequence[Any] | Mapping[str, Any], config: DispatchConfig | None = None) -> list[np.ndarray]:
-        """Run once on ``inputs`` (numpy arrays, bytes or lists); returns the outputs."""
-        return self._dispatch(inputs, config or self.config, False)[0]
+    def dispatch(self, inputs: Sequence[Any] | Mapping[str, Any], config: DispatchConfig | None = None,
+                 out: Sequence[np.ndarray] | None = None) -> list[np.ndarray]:
+        """Run once on ``inputs`` (numpy arrays, bytes or lists); returns the outputs (copied
+        straight into the caller's arrays ``out`` when given: see hostio.check_out)."""
+        return self._dispatch(inputs, config or self.config, False, out)[0]
 
     def _dispatch(self, inputs: Sequence[Any] | Mapping[str, Any], cfg: DispatchConfig,
-                  timed: bool) -> tuple[list[np.ndarray], float]:
+                  timed: bool, out: Sequence[np.ndarray] | None = None) -> tuple[list[np.ndarray], float]:
         dev, mem = self.device, self.memory
         self.usable()
         arrays, counts, grid, layout = self._prepare(inputs, cfg)
+        into = check_out(self.program, counts, out) if out is not None else None
         with dev.lock:
             self.usable()
             if self._arena is None or self._arena[1] < layout.total:
@@ -185,7 +189,7 @@ class CudaPipeline:
                     mem.abandon_staging()
                     raise
             device_s = dev.elapsed() if timed else 0.0
-            return self.collect(layout, mem.staging), device_s
+            return self.collect(layout, mem.staging, into), device_s
 
     def dispatch_async(self, inputs: Sequence[Any] | Mapping[str, Any], config: DispatchConfig | None = None) -> PendingDispatch:
         """Start a dispatch and return at once; ``.result()`` waits and gives the outputs."""
@@ -197,8 +201,7 @@ class CudaPipeline:
         arrays, counts, grid, layout = self._prepare(inputs, cfg)
         with dev.lock:
             arena = mem.take(layout.total)
-            staging = Pinned()
-            staging.ensure(layout.total)
+            staging = mem.take_staging(layout.total)
             self._enqueue(arrays, counts, grid, layout, arena[0], staging, cfg.repeat, False)
             event = dev.new_event(timing=False)
             dev.record(event)
@@ -251,13 +254,13 @@ class CudaPipeline:
                          layout.total - layout.returned_start)
         dev.counters["dispatches"] += 1
 
-    def collect(self, layout: Layout, staging: Pinned) -> list[np.ndarray]:
-        """The outputs of a finished dispatch, copied out of ``staging``."""
+    def collect(self, layout: Layout, staging: Pinned, into: list[np.ndarray] | None = None) -> list[np.ndarray]:
+        """The outputs of a finished dispatch, copied out of ``staging`` (into ``into`` when given)."""
         view = staging.view
         out = []
-        for d, off, n in layout.outputs:
-            raw = view[off: off + n * d.dtype.size].view(d.dtype.storage_dtype).copy()
-            out.append(host_output(d, raw))
+        for i, (d, off, n) in enumerate(layout.outputs):
+            raw = view[off: off + n * d.dtype.size].view(d.dtype.storage_dtype)
+            out.append(deliver(d, raw, into[i] if into is not None else None))
         return out
 
     # --- launch help
