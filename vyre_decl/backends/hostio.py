@@ -200,7 +200,7 @@ def check_out(program: Program, counts: Mapping[str, int], out: Sequence[Any]) -
             got = f"{type(a).__name__} {getattr(a, 'dtype', '')} x {getattr(a, 'size', '?')}"
             raise _fail("D015", f"out for {d.name!r} must be a writeable C-contiguous {want} array of {n} elements, "
                         f"got {got}", f"buffer {d.name!r}", f"pass np.empty({n}, np.{want.name})")
-        arrays.append(a.reshape(-1))
+        arrays.append(a if a.ndim == 1 else a.reshape(-1))
     return arrays
 
 
