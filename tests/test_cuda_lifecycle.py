@@ -184,3 +184,20 @@ def test_cuda_dispatch_into_caller_arrays_and_reused_async_staging():
     assert e.value.codes == ["D015"]
     for _ in range(3):
         np.testing.assert_array_equal(be.dispatch_async(VADD, [X, X]).result()[0], 2 * X)
+
+
+def test_dlpack_round_trip():
+    be = vyre_decl.acquire("cuda")
+    x = be.upload(np.arange(10, dtype=np.float32))
+    assert x.__dlpack_device__() == (2, be.device.ordinal)
+    torch = pytest.importorskip("torch", reason="torch is not installed: DLPack needs a consumer")
+    t = torch.from_dlpack(x)  # a view of our memory
+    assert t.device.type == "cuda" and t.cpu().tolist() == list(range(10))
+    t.mul_(2)
+    torch.cuda.synchronize()
+    assert be.download(x).tolist() == [2.0 * i for i in range(10)]  # the same memory
+    y = be.from_dlpack(torch.arange(5, device="cuda", dtype=torch.int64) + 7)
+    assert y.dtype.value == "i64" and be.download(y).tolist() == [7, 8, 9, 10, 11]
+    with pytest.raises(VyreError) as e:
+        be.from_dlpack(torch.arange(4, dtype=torch.float32))  # on the CPU
+    assert e.value.codes == ["D016"]

@@ -194,6 +194,11 @@ class CudaBackend:
         waited for, so work queued on it before the call is visible to our kernels."""
         return self._memory.wrap(obj)
 
+    def from_dlpack(self, obj: Any) -> DeviceBuffer:
+        """A resident buffer viewing a CUDA tensor of this GPU through DLPack (PyTorch, CuPy,
+        JAX, ...): no copy. ``DeviceBuffer.__dlpack__`` goes the other way."""
+        return self._memory.from_dlpack(obj)
+
     def sequence(self, steps: Sequence[tuple[CudaPipeline, Any] | tuple[CudaPipeline, Any, tuple[int, int, int]]]) -> DispatchSequence:
         """Resident dispatches ``(pipeline, buffers[, grid])`` to run in order (``run()``) or to
         capture once as a CUDA graph and replay (``capture().replay()``)."""

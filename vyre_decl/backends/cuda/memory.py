@@ -20,6 +20,7 @@ from ...ir.nodes import Access, BufferDecl
 from ...ir.types import DataType
 from ..hostio import as_storage
 from .device import Device
+from .dlpack import KDL_CUDA, export_capsule, import_capsule
 
 __all__ = ["Memory", "DeviceBuffer", "Pinned", "ALIGN", "aligned"]
 
@@ -94,6 +95,17 @@ class DeviceBuffer:
 
     def free(self) -> None:
         self.memory.free(self)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (KDL_CUDA, self.memory.device.info.ordinal)
+
+    def __dlpack__(self, stream: Any = None, **_: Any) -> Any:
+        """A DLPack capsule viewing this buffer (PyTorch, CuPy, JAX: ``torch.from_dlpack(buf)``);
+        the work queued on it is finished first."""
+        if self.freed:
+            raise VyreError.one("C004", "this device buffer was freed", repr(self), "allocate a new buffer")
+        self.memory.device.synchronize()
+        return export_capsule(self, self.memory.device.info.ordinal)
 
 
 class Pinned:
@@ -369,6 +381,23 @@ class Memory:
         if stream:  # the producer's stream: wait for what it has queued
             self.device.checked("cuStreamSynchronize", c_void_p(int(stream)))
         count = int(np.prod(shape)) if shape else 1
-        buf = DeviceBuffer(self, int(cai["data"][0]), t, count, count * t.size, owned=False)
-        buf.owner = obj
+        return self._adopt(int(cai["data"][0]), t, count, obj)
+
+    def from_dlpack(self, obj: Any) -> DeviceBuffer:
+        """A resident buffer viewing a CUDA tensor of this device through DLPack (an object with
+        ``__dlpack__`` or a capsule): no copy; the producer's queued work is ordered before ours."""
+        self.device.alive()
+        if hasattr(obj, "__dlpack__"):
+            try:
+                capsule = obj.__dlpack__(stream=self.device.stream_handle)
+            except TypeError:
+                capsule = obj.__dlpack__()
+        else:
+            capsule = obj
+        ptr, t, count, owner = import_capsule(capsule, self.device.info.ordinal)
+        return self._adopt(ptr, t, count, owner)
+
+    def _adopt(self, ptr: int, t: DataType, count: int, owner: Any) -> DeviceBuffer:
+        buf = DeviceBuffer(self, ptr, t, count, count * t.size, owned=False)
+        buf.owner = owner
         return buf
