@@ -387,6 +387,12 @@ class Memory:
         """A resident buffer viewing a CUDA tensor of this device through DLPack (an object with
         ``__dlpack__`` or a capsule): no copy; the producer's queued work is ordered before ours."""
         self.device.alive()
+        ordinal = self.device.info.ordinal
+        if hasattr(obj, "__dlpack_device__"):
+            kind, index = obj.__dlpack_device__()
+            if (int(kind), int(index)) != (KDL_CUDA, ordinal):
+                raise VyreError.one("D016", f"the tensor lives on DLPack device ({int(kind)}, {int(index)}), not CUDA "
+                                    f"device {ordinal}", "from_dlpack", "move it to this backend's GPU first")
         if hasattr(obj, "__dlpack__"):
             try:
                 capsule = obj.__dlpack__(stream=self.device.stream_handle)
