@@ -55,3 +55,12 @@ def test_every_loader_code_is_documented():
     codes = set(re.findall(r"R0\d\d", loader.__doc__ or ""))
     doc = DOC.read_text()
     assert codes and all(code in doc for code in codes) and "R030" in doc and "R032" in doc
+
+
+def test_every_backend_error_code_is_documented():
+    raised = set()
+    for path in (ROOT / "vyre_decl").rglob("*.py"):
+        raised |= set(re.findall(r'"([BCD]0\d\d)"', path.read_text()))
+    documented = set(re.findall(r"\| ([BCD]0\d\d) \|", (ROOT / "docs" / "errors.md").read_text()))
+    assert raised and raised <= documented, sorted(raised - documented)
+    assert "docs/errors.md" in (ROOT / "README.md").read_text()
