@@ -75,7 +75,7 @@ def _lane_wg(fr: _Frame) -> np.ndarray:
 class _Frame:
     """State of one chunk of invocations while it runs."""
 
-    __slots__ = ("n", "vars", "alive", "epoch", "mem", "counts", "lane_wg", "ids", "deadline")
+    __slots__ = ("n", "vars", "alive", "epoch", "mem", "counts", "lane_wg", "ids", "deadline", "ranges")
 
     def __init__(self, n: int) -> None:
         self.n = n
@@ -87,6 +87,9 @@ class _Frame:
         self.lane_wg: np.ndarray | None = None  # workgroup index within the chunk, per lane
         self.ids: dict[tuple[IdKind, int], np.ndarray] = {}
         self.deadline: float | None = None
+        # id(array) -> s for index arrays that are exactly s, s + 1, ..., s + n - 1 (the global id
+        # of a 1-D dispatch): a load or store through one is a slice, not a gather
+        self.ranges: dict[int, int] = {}
 
 
 class _Values:
@@ -234,6 +237,9 @@ class _Compiler:
                 return np.where(ok, to_value(dtype, mem[flat]), zero)
             if count == 0:
                 return np.full(idx.shape, zero)
+            start = fr.ranges.get(id(idx))
+            if start is not None and start + fr.n <= count:  # a copy: a later store must not change it
+                return to_value(dtype, mem[start: start + fr.n].copy())
             ok = idx < count
             if ok.all():
                 return to_value(dtype, mem[idx])
@@ -334,6 +340,10 @@ class _Compiler:
             if idx.ndim == 0 and raw.ndim == 0 and m is None and not shared:
                 if idx < count:
                     mem[idx] = raw
+                return
+            start = fr.ranges.get(id(idx)) if m is None and not shared else None
+            if start is not None and start + fr.n <= count:
+                mem[start: start + fr.n] = raw
                 return
             idx = np.broadcast_to(idx, (fr.n,))
             ok = idx < count
@@ -560,15 +570,23 @@ class CompiledProgram:
         if not self.ids_used:
             return
         (wx, wy, wz), n = self.program.workgroup_size, fr.n
-        if one_d:
-            lane = np.arange(n, dtype=np.uint64)
-            local = {0: lane % np.uint64(wx)}
-            group = {0: np.uint64(w0) + lane // np.uint64(wx)}
-            glob = {0: np.uint64(w0 * wx) + lane}
+        if one_d:  # only the ids the program reads, computed in u32 where nothing wraps
+            start = w0 * wx
             zero = np.zeros(n, np.uint32)
             for kind, axis in self.ids_used:
-                src = {IdKind.GLOBAL: glob, IdKind.LOCAL: local, IdKind.WORKGROUP: group}[kind]
-                fr.ids[(kind, axis)] = src[axis].astype(np.uint32) if axis == 0 else zero
+                if axis != 0:
+                    v = zero
+                elif kind is IdKind.GLOBAL:
+                    if start + n <= 1 << 32:
+                        v = np.arange(start, start + n, dtype=np.uint32)
+                        fr.ranges[id(v)] = start
+                    else:
+                        v = (np.uint64(start) + np.arange(n, dtype=np.uint64)).astype(np.uint32)
+                elif kind is IdKind.LOCAL:
+                    v = (np.arange(n, dtype=np.uint64) % np.uint64(wx)).astype(np.uint32)
+                else:
+                    v = (np.uint64(w0) + np.arange(n, dtype=np.uint64) // np.uint64(wx)).astype(np.uint32)
+                fr.ids[(kind, axis)] = v
             return
         wg_size = wx * wy * wz
         lane = np.arange(n, dtype=np.uint64)
