@@ -92,3 +92,20 @@ def test_deep_nesting_is_a_parse_error_not_a_crash():
 def test_an_op_of_a_dialect_named_like_an_id_still_parses():
     assert isinstance(parse_expr("gid.x(1u32)"), Op) and isinstance(parse_expr("gid.x<k=1u32>(1u32)"), Op)
     assert print_expr(parse_expr("gid.x < 3u32")) == "gid.x < 3u32"
+
+
+def test_load_program_reports_unreadable_and_non_utf8_files_with_codes(tmp_path):
+    import vyre_decl
+
+    bad = tmp_path / "bad.vyre"
+    bad.write_bytes(b"program p workgroup(1, 1, 1) { let x = 1u32 }\n\xff\xfe")
+    for path, code in ((bad, "P010"), (tmp_path / "missing.vyre", "P009")):
+        with pytest.raises(vyre_decl.VyreError) as e:
+            vyre_decl.load_program(str(path))
+        assert e.value.codes == [code] and str(path) in str(e.value) and "Fix:" in str(e.value)
+
+
+def test_non_ascii_digits_are_not_sizes():
+    with pytest.raises(ParseError) as e:
+        parse_program("program p workgroup(\u0661, 1, 1) { let x = 1u32 }")
+    assert e.value.codes == ["P002"]

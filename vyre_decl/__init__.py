@@ -98,11 +98,23 @@ def dispatch(program: "Program", inputs: Any, config: "DispatchConfig | None" = 
 
 
 def load_program(path: str) -> "Program":
-    """Read a program from a ``.vyre`` text file."""
+    """Read a program from a ``.vyre`` text file (UTF-8). A file that cannot be read is P009, one
+    that is not UTF-8 P010, both with the path and a Fix."""
+    from .ir.diagnostics import VyreError as _Error
     from .ir.text import parse_program as _parse
 
-    with open(path, encoding="utf-8") as fh:
-        return _parse(fh.read(), filename=str(path))
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        raise _Error.one("P009", f"cannot read the program file: {exc.strerror or exc}", str(path),
+                         "check the path and its permissions") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _Error.one("P010", f"the file is not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})",
+                         str(path), "save the file as UTF-8") from None
+    return _parse(text, filename=str(path))
 
 
 if TYPE_CHECKING:  # pragma: no cover

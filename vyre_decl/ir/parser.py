@@ -116,7 +116,7 @@ class Parser:
 
     def integer(self, what: str) -> int:
         tok = self.next()
-        if tok.kind != "int" or not tok.text.isdigit():
+        if tok.kind != "int" or not (tok.text.isascii() and tok.text.isdigit()):
             self.error(tok, "P002", f"expected {what} (a plain integer), found {self._describe(tok)}",
                        "write a decimal integer such as 64")
         return int(tok.text)
