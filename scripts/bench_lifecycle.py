@@ -20,15 +20,8 @@ import numpy as np
 import vyre_decl
 from vyre_decl import libcuda as cu
 from vyre_decl.backends.cuda import CudaBackend
-from vyre_decl.ir import parse_program
 
-VADD = parse_program("""program vadd workgroup(64, 1, 1) {
-  buffer a: read u32[] @0
-  buffer b: read u32[] @1
-  buffer out: write u32[len(a)] @2
-  let i = gid.x
-  if i < len(out) { out[i] = a[i] + b[i] }
-}""")
+from bench_cuda import TWO as VADD  # noqa: E402 - the same two-input map the launch benchmark runs
 
 
 def free_device_mb() -> float:

@@ -15,16 +15,11 @@ from vyre_decl import libcuda as cu
 from vyre_decl.backends.cuda import cuda_available
 from vyre_decl.ir import VyreError, parse_program
 
+from test_backends import VADD
+
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU: libcuda.so.1 cannot be "
                                                   "loaded or reports no device")]
 
-VADD = parse_program("""program vadd workgroup(64, 1, 1) {
-  buffer a: read u32[] @0
-  buffer b: read u32[] @1
-  buffer out: write u32[len(a)] @2
-  let i = gid.x
-  if i < len(out) { out[i] = a[i] + b[i] }
-}""")
 X = np.arange(1000, dtype=np.uint32)
 
 

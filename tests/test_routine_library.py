@@ -41,11 +41,15 @@ def test_every_standard_routine_has_a_numpy_oracle():
     assert len(routines()) >= 20 and len({rid.split(".")[0] for rid in routines()}) >= 5
 
 
+def _case(rid, binding, n, seed=None):
+    """The numpy case of ``rid`` for a binding and size (seeded by size and id unless given)."""
+    rng = np.random.default_rng(n * 7 + len(rid) if seed is None else seed)
+    return CASES[rid]({k: np.dtype(t.storage_dtype) for k, t in binding.items()}, n, rng)
+
+
 @pytest.mark.parametrize("rid,binding,n", list(_params()))
 def test_routine_agrees_with_numpy(rid, binding, n):
-    rng = np.random.default_rng(n * 7 + len(rid))
-    dtypes = {k: np.dtype(t.storage_dtype) for k, t in binding.items()}
-    case = CASES[rid](dtypes, n, rng)
+    case = _case(rid, binding, n)
     got = routine(rid)(*case.inputs, backend="reference", **case.attrs)
     check(case, got)
 
@@ -54,9 +58,7 @@ def test_routine_agrees_with_numpy(rid, binding, n):
 @GPU
 @pytest.mark.parametrize("rid,binding,n", list(_params(gpu=True)))
 def test_cuda_gives_the_reference_bits_and_numpy_agrees(rid, binding, n):
-    rng = np.random.default_rng(n * 7 + len(rid))
-    dtypes = {k: np.dtype(t.storage_dtype) for k, t in binding.items()}
-    case = CASES[rid](dtypes, n, rng)
+    case = _case(rid, binding, n)
     got = routine(rid)(*case.inputs, backend="cuda", **case.attrs)
     check(case, got)
     again = routine(rid)(*case.inputs, backend="cuda", **case.attrs)  # the second call replays the graph
@@ -87,7 +89,7 @@ def test_written_buffers_are_written_before_they_are_read(rid, registry):
     compiled = CompiledRoutine(d, binding, registry)
     ref = ReferenceBackend(registry)
     for n in (0, 1, 1000):
-        case = CASES[rid]({k: np.dtype(t.storage_dtype) for k, t in binding.items()}, n, np.random.default_rng(n))
+        case = _case(rid, binding, n, seed=n)
         clean = compiled.run_host(ref, case.inputs, case.attrs)
         dirty = compiled.run_host(ref, case.inputs, case.attrs, fill=0xAB)
         assert all(same_bits(a, b) for a, b in zip(clean, dirty)), (rid, n)

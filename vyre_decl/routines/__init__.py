@@ -123,8 +123,7 @@ class Routine:
             # one plan per call shape: upload, one graph replay, download
             plan = self._plan(compiled, be, [a.size for a in arrays], values)
             outputs = plan.run(arrays)
-        else:
-            compiled.scope({s.name: a.size for s, a in zip(self.definition.inputs, arrays)}, values)  # U017 first
+        else:  # run_host checks requirements and sizes (U017) before the first step
             outputs = compiled.run_host(be, arrays, values)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 

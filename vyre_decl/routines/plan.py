@@ -59,7 +59,8 @@ class RoutinePlan:
             if self._graph is not None:
                 self._graph.close()
                 self._graph = None
-            for buf in self.inputs + list(self._env.values())[len(self.inputs):]:
+            allocated = [self._env[s.name] for s in self.compiled.routine.buffers if s.role != "in"]
+            for buf in self.inputs + allocated:
                 if not buf.freed:
                     self.backend.free(buf)
             self._env = {}

@@ -170,8 +170,8 @@ class CudaBackend:
         self._memory.upload_at(buf, offset, data)
 
     def download(self, buf: DeviceBuffer) -> np.ndarray:
-        self._memory.own(buf, "download")
-        return self._memory.download_range(buf, 0, buf.count)
+        """Every element of ``buf`` (waits for queued work)."""
+        return self._memory.download(buf)
 
     def download_range(self, buf: DeviceBuffer, offset: int, count: int) -> np.ndarray:
         """Elements ``offset .. offset + count`` of ``buf`` (waits for queued work)."""

@@ -15,13 +15,14 @@ import threading
 import time
 from ctypes import byref, c_int, c_size_t, c_void_p
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, Callable, NoReturn
 
 from ... import libcuda as cu
 from ...diskcache import cache_dir
 from ...emit import PtxModule, Target, choose_target
 from ...ir.diagnostics import Diagnostic, VyreError
 from ...ir.nodes import Program
+from ..config import Timing
 
 __all__ = ["Device", "DeviceInfo", "Occupancy", "CudaPoisoned", "COUNTERS", "prepare_environment", "cuda_available"]
 
@@ -320,6 +321,17 @@ class Device:
 
     def mark_end(self) -> None:
         self.record(self._t1)
+
+    def timed(self, work: Callable[[], None]) -> Timing:
+        """Queue ``work`` between two events and wait: host seconds and the GPU seconds between
+        the events."""
+        with self.lock:
+            t0 = time.perf_counter()
+            self.mark_start()
+            work()
+            self.mark_end()
+            self.synchronize()
+            return Timing(time.perf_counter() - t0, self.elapsed())
 
     def elapsed(self) -> float:
         """Seconds between the last ``mark_start`` and ``mark_end`` (after a synchronize)."""

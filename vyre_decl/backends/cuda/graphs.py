@@ -3,7 +3,6 @@ a CUDA graph that replays them with one ``cuGraphLaunch`` (``CudaGraph``)."""
 
 from __future__ import annotations
 
-import time
 from ctypes import byref, c_void_p
 from typing import Sequence
 
@@ -81,14 +80,7 @@ class CudaGraph:
 
     def replay_timed(self) -> Timing:
         """Replay and wait; the GPU time of the whole graph comes from CUDA events."""
-        dev = self.device
-        with dev.lock:
-            t0 = time.perf_counter()
-            dev.mark_start()
-            self.replay()
-            dev.mark_end()
-            dev.synchronize()
-            return Timing(time.perf_counter() - t0, dev.elapsed())
+        return self.device.timed(self.replay)
 
     def close(self) -> None:
         """Destroy the graph; replay raises afterwards. Safe to call twice."""

@@ -85,7 +85,7 @@ class DeviceBuffer:
         }
 
     def download(self) -> np.ndarray:
-        return self.memory.download_range(self, 0, self.count)
+        return self.memory.download(self)
 
     def download_range(self, offset: int, count: int) -> np.ndarray:
         return self.memory.download_range(self, offset, count)
@@ -304,6 +304,10 @@ class Memory:
             dev.synchronize()
             return [self.staging.view[off: off + buf.nbytes].view(buf.dtype.storage_dtype).copy()
                     for buf, off in zip(items, offsets)]
+
+    def download(self, buf: DeviceBuffer) -> np.ndarray:
+        """Every element of ``buf`` (waits for queued work)."""
+        return self.download_range(buf, 0, buf.count if isinstance(buf, DeviceBuffer) else 0)
 
     def download_range(self, buf: DeviceBuffer, offset: int, count: int) -> np.ndarray:
         """Elements ``offset .. offset + count`` of ``buf`` (waits for queued work)."""

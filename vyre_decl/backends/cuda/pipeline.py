@@ -196,8 +196,6 @@ class CudaPipeline:
         cfg = config or self.config
         dev, mem = self.device, self.memory
         self.usable()
-        if cfg is self.config:
-            check_workgroup(self.program, cfg)
         arrays, counts, grid, layout = self._prepare(inputs, cfg)
         with dev.lock:
             arena = mem.take(layout.total)
@@ -302,11 +300,4 @@ class CudaPipeline:
     def dispatch_resident_timed(self, buffers: Sequence[DeviceBuffer] | Mapping[str, DeviceBuffer],
                                 grid: tuple[int, int, int] | None = None) -> Timing:
         """Launch over resident buffers and wait; the GPU time comes from CUDA events."""
-        dev = self.device
-        with dev.lock:
-            t0 = time.perf_counter()
-            dev.mark_start()
-            self.dispatch_resident(buffers, grid)
-            dev.mark_end()
-            dev.synchronize()
-            return Timing(time.perf_counter() - t0, dev.elapsed())
+        return self.device.timed(lambda: self.dispatch_resident(buffers, grid))
