@@ -48,3 +48,23 @@ def test_cli_info_and_clear(tmp_path, monkeypatch, capsys):
     env = dict(os.environ, VYRE_DECL_CACHE_DIR=str(tmp_path), PYTHONPATH=str(ROOT))
     proc = subprocess.run([sys.executable, "-m", "vyre_decl.cache", "info"], capture_output=True, text=True, env=env)
     assert proc.returncode == 0 and "total" in proc.stdout
+
+
+def test_a_setting_that_is_not_a_number_is_b008(tmp_path, monkeypatch, capsys):
+    from vyre_decl.ir import VyreError
+    from vyre_decl.settings import env_int
+
+    monkeypatch.setenv("VYRE_DECL_CACHE_DIR", str(tmp_path))
+    for bad in ("12MB", "-3", "1.5", "١٢"):  # the last: Arabic-Indic digits
+        monkeypatch.setenv("VYRE_DECL_CACHE_MAX_MB", bad)
+        try:
+            DiskCache(tmp_path, "ptx")
+        except VyreError as exc:
+            assert exc.codes == ["B008"] and "VYRE_DECL_CACHE_MAX_MB" in str(exc) and "Fix:" in str(exc)
+        else:
+            raise AssertionError(f"{bad!r} was accepted")
+        assert main(["info"]) == 2 and "B008" in capsys.readouterr().err
+    monkeypatch.setenv("VYRE_DECL_CACHE_MAX_MB", " 7 ")
+    assert env_int("VYRE_DECL_CACHE_MAX_MB", 1) == 7
+    monkeypatch.delenv("VYRE_DECL_CACHE_MAX_MB")
+    assert env_int("VYRE_DECL_CACHE_MAX_MB", 1) == 1

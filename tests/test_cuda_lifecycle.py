@@ -196,3 +196,78 @@ def test_dlpack_round_trip():
     with pytest.raises(VyreError) as e:
         be.from_dlpack(torch.arange(4, dtype=torch.float32))  # on the CPU
     assert e.value.codes == ["D016"]
+
+
+def _variant(k: int):
+    """A distinct program (its own kernel) per k."""
+    return parse_program(f"""program add{k} workgroup(64, 1, 1) {{
+  buffer a: read u32[] @0
+  buffer out: write u32[len(a)] @1
+  let i = gid.x
+  if i < len(out) {{ out[i] = a[i] + {k}u32 }}
+}}""")
+
+
+def test_kernel_caches_are_capped_and_never_unload_a_module_in_use():
+    import gc
+
+    from vyre_decl.backends.cuda import CudaBackend
+
+    with CudaBackend(kernel_cache=2) as be:
+        held = be.compile(_variant(0))  # in use all along: must keep working
+        for k in range(1, 6):
+            np.testing.assert_array_equal(be.dispatch(_variant(k), [X])[0], X + k)
+        gc.collect()  # the evicted pipelines are garbage now: their modules are idle
+        be.compile(_variant(6))
+        cache = be.cache()
+        # seven kernels so far; in use: the held one and the two cached pipelines' (over the limit)
+        assert cache["ptx_in_memory"] == 2 and cache["pipelines"] == 2 and cache["limit"] == 2, cache
+        assert cache["modules_loaded"] == cache["modules_in_use"] == 3, cache
+        assert cache["evictions"] == {"ptx": 5, "modules": 4, "pipelines": 5}, cache
+        np.testing.assert_array_equal(held.dispatch([X])[0], X)  # its module was never unloaded
+        # every pipeline alive keeps its module: the cache goes over its limit rather than break one
+        pipes = [be.compile(_variant(k)) for k in range(10, 14)]
+        assert be.cache()["modules_in_use"] >= 5 and be.cache()["modules_loaded"] >= 5
+        for k, p in zip(range(10, 14), pipes):
+            np.testing.assert_array_equal(p.dispatch([X])[0], X + k)
+
+
+def test_dropped_pending_dispatches_and_graphs_release_their_resources(monkeypatch):
+    import gc
+
+    from vyre_decl.backends.cuda import graphs
+
+    be = vyre_decl.acquire("cuda")
+    np.testing.assert_array_equal(be.dispatch_async(VADD, [X, X]).result()[0], 2 * X)
+    pooled = be.memory()["pooled_bytes"]
+    pending = be.dispatch_async(VADD, [X, X])
+    assert be.memory()["pooled_bytes"] < pooled  # its arena is out of the pool
+    del pending
+    gc.collect()
+    assert be.memory()["pooled_bytes"] == pooled  # and back, without close() or result()
+    destroyed = []
+    real = graphs._destroy
+    monkeypatch.setattr(graphs, "_destroy", lambda *a: destroyed.append(a) or real(*a))
+    out = be.allocate("u32", X.size)
+    a = be.upload(X)
+    graph = be.sequence([(be.compile(VADD), [a, a, out])]).capture()
+    assert graph.handle
+    graph.replay()
+    del graph
+    gc.collect()
+    assert len(destroyed) == 1
+    closed = be.sequence([(be.compile(VADD), [a, a, out])]).capture()
+    closed.close()
+    assert closed.handle == 0 and len(destroyed) == 2
+    with pytest.raises(VyreError) as e:
+        closed.replay()
+    assert e.value.codes == ["C005"]
+
+
+def test_a_setting_that_is_not_a_number_fails_before_the_backend_exists(monkeypatch):
+    from vyre_decl.backends.cuda import CudaBackend
+
+    monkeypatch.setenv("VYRE_DECL_KERNEL_CACHE", "lots")
+    with pytest.raises(VyreError) as e:
+        CudaBackend()
+    assert e.value.codes == ["B008"]

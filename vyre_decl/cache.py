@@ -3,7 +3,7 @@
     python -m vyre_decl.cache info            entries and bytes per kind, the directory and the cap
     python -m vyre_decl.cache clear [--kind K] delete every entry (of one kind: ptx, cubin, registry)
 
-Exit status 0, or 2 on a usage error.
+Exit status 0, or 2 on a usage error (or a bad ``VYRE_DECL_CACHE_MAX_MB``).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import argparse
 import sys
 from typing import Sequence
 
+from .ir.diagnostics import VyreError
 from .diskcache import MAX_ENV, cache_dir, clear, max_bytes, usage
 
 __all__ = ["main"]
@@ -29,8 +30,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0) and 2
     root = cache_dir()
     if args.command == "info":
+        try:
+            cap = max_bytes()
+        except VyreError as exc:
+            print(exc, file=sys.stderr)
+            return 2
         kinds = usage(root)
-        print(f"cache: {root}  (cap {max_bytes() >> 20} MB, {MAX_ENV})")
+        print(f"cache: {root}  (cap {cap >> 20} MB, {MAX_ENV})")
         for kind, (n, b) in kinds.items():
             print(f"  {kind:12s} {n:7d} entries {b / 2**20:10.2f} MB")
         total = sum(b for _, b in kinds.values())

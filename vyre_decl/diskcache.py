@@ -18,6 +18,8 @@ import logging
 import os
 from pathlib import Path
 
+from .settings import env_int
+
 __all__ = ["cache_dir", "DiskCache", "CACHE_ENV", "MAX_ENV", "max_bytes", "usage", "evict", "clear"]
 
 CACHE_ENV = "VYRE_DECL_CACHE_DIR"
@@ -28,12 +30,8 @@ _log = logging.getLogger("vyre_decl.cache")
 
 
 def max_bytes() -> int:
-    """The cache's size cap in bytes (``VYRE_DECL_CACHE_MAX_MB``; a bad value means the default)."""
-    try:
-        mb = int(os.environ.get(MAX_ENV, DEFAULT_MAX_MB))
-    except ValueError:
-        mb = DEFAULT_MAX_MB
-    return max(mb, 0) << 20
+    """The cache's size cap in bytes (``VYRE_DECL_CACHE_MAX_MB``; B008 if not a whole number)."""
+    return env_int(MAX_ENV, DEFAULT_MAX_MB) << 20
 
 
 def _entries(root: Path) -> list[tuple[float, int, Path]]:
@@ -105,6 +103,7 @@ class DiskCache:
 
     def __init__(self, root: Path, kind: str) -> None:
         self.base, self.root = root, root / kind
+        self.limit = max_bytes()  # read once: a bad setting fails here (B008), not mid-compile
         self.hits = self.misses = self.evictions = 0
         self._puts = 0
 
@@ -147,7 +146,7 @@ class DiskCache:
             os.replace(tmp, path)
             self._puts += 1
             if self._puts % _CHECK_EVERY == 1:
-                self.evictions += evict(max_bytes(), self.base)
+                self.evictions += evict(self.limit, self.base)
         except OSError as exc:  # a read-only or full cache must not break dispatch
             _log.warning("vyre_decl: cannot write cache entry %s: %s", path, exc)
             if tmp is not None:

@@ -5,9 +5,11 @@ buffers, sequences and graphs, telemetry."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import threading
 import weakref
+from collections import OrderedDict
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -16,8 +18,10 @@ from ...ir.diagnostics import VyreError
 from ...ir.nodes import Program
 from ...ir.types import DataType
 from ...registry import Registry, default_registry
+from ...settings import env_int
 from ..config import DEFAULT_CONFIG, DispatchConfig, Timing
 from ..hostio import check_capabilities, check_ulp_budget, xyz
+from . import interop
 from .device import Device, DeviceInfo
 from .graphs import DispatchSequence
 from .kernels import KernelCache
@@ -39,19 +43,21 @@ class CudaBackend:
                               "async", "timed", "graphs", "exact_f32"})
 
     def __init__(self, device: int | None = None, registry: Registry | None = None,
-                 pool_limit_mb: int | None = None) -> None:
-        """A backend on GPU ``device`` (default: VYRE_DECL_CUDA_DEVICE, else 0); ``pool_limit_mb``
-        caps the device memory kept pooled for reuse (default: VYRE_DECL_POOL_MB, else 1024)."""
+                 pool_limit_mb: int | None = None, kernel_cache: int | None = None) -> None:
+        """A backend on GPU ``device`` (default: VYRE_DECL_CUDA_DEVICE, else 0). ``pool_limit_mb``
+        caps the device memory kept pooled for reuse (default: VYRE_DECL_POOL_MB, else 1024);
+        ``kernel_cache`` caps the PTX texts, loaded modules and pipelines kept in memory, each
+        (default: VYRE_DECL_KERNEL_CACHE, else 256; least recently used go first)."""
         self._registry = registry
-        if pool_limit_mb is None:
-            env = os.environ.get("VYRE_DECL_POOL_MB", "1024")
-            pool_limit_mb = int(env) if env.isascii() and env.isdigit() else 1024
-        limit = pool_limit_mb
+        pool_mb = env_int("VYRE_DECL_POOL_MB", 1024) if pool_limit_mb is None else max(pool_limit_mb, 0)
+        self._cache_limit = max(env_int("VYRE_DECL_KERNEL_CACHE", 256) if kernel_cache is None else kernel_cache, 1)
         self._device = Device(device)
         self.device: DeviceInfo = self._device.info
-        self._memory = Memory(self._device, max(limit, 0) << 20)
-        self._kernels = KernelCache(self._device, lambda: self.registry)
-        self._pipelines: dict[tuple[str, str], CudaPipeline] = {}
+        self._memory = Memory(self._device, pool_mb << 20)
+        self._kernels = KernelCache(self._device, lambda: self.registry, self._cache_limit)
+        self._pipelines: OrderedDict[tuple[str, str], CudaPipeline] = OrderedDict()
+        self._pipeline_evictions = 0
+        self._evicted_launches = 0
         self._lock = threading.Lock()
         # dropped without close(): release the GPU resources (not at interpreter exit, when the
         # process gives them back anyway)
@@ -97,7 +103,7 @@ class CudaBackend:
         """Counters since the backend was created."""
         counters = dict(self._device.counters)
         with self._lock:
-            counters["launches"] += sum(p.resident_launches for p in self._pipelines.values())
+            counters["launches"] += self._evicted_launches + sum(p.resident_launches for p in self._pipelines.values())
         return counters
 
     def memory(self) -> dict[str, int]:
@@ -106,9 +112,12 @@ class CudaBackend:
         return self._memory.snapshot()
 
     def cache(self) -> dict[str, Any]:
-        """Compiled-kernel caches: entries in memory, pipelines, and the disk caches' hits, misses
-        and evictions in this process."""
-        return {**self._kernels.snapshot(), "pipelines": len(self._pipelines)}
+        """Compiled-kernel caches: the in-memory limit, PTX entries and bytes, loaded modules (and
+        how many live pipelines use), pipelines, evictions, and the disk caches' hits, misses and
+        evictions in this process (memory hits are in ``telemetry()``)."""
+        snap = self._kernels.snapshot()
+        snap["evictions"]["pipelines"] = self._pipeline_evictions
+        return {**snap, "pipelines": len(self._pipelines)}
 
     # --- compilation
     def emit(self, program: Program) -> str:
@@ -128,17 +137,28 @@ class CudaBackend:
         with dev.lock:
             cached = self._pipelines.get((key, repr(cfg)))
             if cached is not None and not cached.closed:
+                self._pipelines.move_to_end((key, repr(cfg)))
                 return cached
             check_capabilities(program, self.registry, self.capabilities, self.name)
-            loaded = self._kernels.loaded(module, key)
+            loaded = self._kernels.use(module, key)
             wg = program.workgroup_size
             if wg[0] * wg[1] * wg[2] > loaded.max_threads:  # registers per thread limit this kernel's workgroups
                 raise VyreError.one("D009", f"this kernel can run at most {loaded.max_threads} invocations per "
                                     f"workgroup on this GPU, the workgroup {wg} has {wg[0] * wg[1] * wg[2]}",
                                     f"program {program.name!r}", "use a smaller workgroup size")
-            pipeline = CudaPipeline(dev, self._memory, program, module, loaded.function, cfg)
+            try:
+                pipeline = CudaPipeline(dev, self._memory, program, module, loaded.function, cfg,
+                                        functools.partial(self._kernels.release, key))
+            except BaseException:
+                self._kernels.release(key)
+                raise
             with self._lock:
                 self._pipelines[(key, repr(cfg))] = pipeline
+                while len(self._pipelines) > self._cache_limit:  # dropped here, closed when garbage
+                    _, old = self._pipelines.popitem(last=False)
+                    self._evicted_launches += old.resident_launches
+                    old.resident_launches = 0
+                    self._pipeline_evictions += 1
             return pipeline
 
     # --- dispatch (numpy)
@@ -192,12 +212,12 @@ class CudaBackend:
         """A resident buffer viewing foreign device memory that exposes ``__cuda_array_interface__``
         (CuPy, PyTorch, Numba, ...): no copy. ``obj`` is kept alive by the buffer; its stream is
         waited for, so work queued on it before the call is visible to our kernels."""
-        return self._memory.wrap(obj)
+        return interop.wrap(self._memory, obj)
 
     def from_dlpack(self, obj: Any) -> DeviceBuffer:
         """A resident buffer viewing a CUDA tensor of this GPU through DLPack (PyTorch, CuPy,
         JAX, ...): no copy. ``DeviceBuffer.__dlpack__`` goes the other way."""
-        return self._memory.from_dlpack(obj)
+        return interop.from_dlpack(self._memory, obj)
 
     def sequence(self, steps: Sequence[tuple[CudaPipeline, Any] | tuple[CudaPipeline, Any, tuple[int, int, int]]]) -> DispatchSequence:
         """Resident dispatches ``(pipeline, buffers[, grid])`` to run in order (``run()``) or to
@@ -221,3 +241,4 @@ def _close_rooms(device: Device, memory: Memory, kernels: KernelCache, pipelines
     memory.close()
     kernels.close()
     device.close()
+

@@ -22,6 +22,7 @@ from ...diskcache import cache_dir
 from ...emit import PtxModule, Target, choose_target
 from ...ir.diagnostics import Diagnostic, VyreError
 from ...ir.nodes import Program
+from ...settings import env_int
 from ..config import Timing
 
 __all__ = ["Device", "DeviceInfo", "Occupancy", "CudaPoisoned", "COUNTERS", "prepare_environment", "cuda_available"]
@@ -102,7 +103,7 @@ class Device:
         except OSError as exc:
             raise VyreError.one("C001", f"cannot load the CUDA driver library: {exc}", "libcuda.so.1",
                                 "install the NVIDIA driver, or use the reference backend") from None
-        ordinal = int(os.environ.get("VYRE_DECL_CUDA_DEVICE", "0")) if ordinal is None else ordinal
+        ordinal = env_int("VYRE_DECL_CUDA_DEVICE", 0) if ordinal is None else ordinal
         count = c_int()
         cu.call("cuDeviceGetCount", byref(count))
         if not 0 <= ordinal < count.value:
@@ -185,7 +186,7 @@ class Device:
         """A resident buffer was freed: pre-bound launches must re-check theirs."""
         self.epoch += 1
 
-    def relaunch(self, result: int, launch: Any, args: Any) -> None:
+    def relaunch(self, result: int, launch: Any, args: Any, call: str = "cuLaunchKernel") -> None:
         """A launch failed: if only because this thread had no current context, fix that and
         launch again; otherwise raise (and poison on a sticky error)."""
         if result == _INVALID_CONTEXT:
@@ -193,7 +194,7 @@ class Device:
             self.alive()
             result = launch(*args)
         if result:
-            self.fail("cuLaunchKernel", result)
+            self.fail(call, result)
 
     # --- limits
     def _probe(self, ordinal: int) -> DeviceInfo:

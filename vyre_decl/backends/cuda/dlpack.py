@@ -1,5 +1,5 @@
 """The DLPack room: resident buffers exported as DLPack capsules (``DeviceBuffer.__dlpack__``) and
-foreign CUDA tensors imported without a copy (``backend.from_dlpack``).
+foreign DLPack capsules read (``import_capsule``, used by ``interop.from_dlpack``).
 
 DLPack is the tensor exchange ABI of PyTorch, CuPy, JAX and NumPy: a ``DLManagedTensor`` in a
 PyCapsule named ``"dltensor"``; the consumer renames it ``"used_dltensor"`` and calls its deleter

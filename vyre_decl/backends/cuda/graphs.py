@@ -3,6 +3,8 @@ a CUDA graph that replays them with one ``cuGraphLaunch`` (``CudaGraph``)."""
 
 from __future__ import annotations
 
+import threading
+import weakref
 from ctypes import byref, c_void_p
 from typing import Sequence
 
@@ -55,28 +57,42 @@ class CudaGraph:
     def __init__(self, device: Device, memory: Memory, graph: c_void_p, exec_: c_void_p,
                  steps: list[BoundLaunch]) -> None:
         self.device, self.memory = device, memory
-        self._graph, self._exec = graph, exec_
         self.steps, self.launches = steps, len(steps)
         self._epoch = device.epoch
         self._launch = cu.raw("cuGraphLaunch")
         self._args = (exec_, device.stream)
+        # a graph exec must not be launched from two threads at once (CUDA objects are not
+        # internally synchronised); a lock of its own keeps launches of other work unblocked
+        self._lock = threading.Lock()
+        # a graph dropped without close() is destroyed when collected
+        self._finalizer = weakref.finalize(self, _destroy, device, graph, exec_)
+        self._finalizer.atexit = False
+
+    @property
+    def handle(self) -> int:
+        """The ``CUgraphExec`` handle (for interop and raw-driver baselines; 0 once closed)."""
+        return int(self._args[0].value or 0) if self._finalizer.alive else 0
 
     def replay(self) -> None:
         """Run the captured launches again (with the buffers they were captured with)."""
         dev = self.device
-        dev.alive()
-        if not self._exec:
-            raise VyreError.one("C005", "this graph was closed", "CudaGraph.replay", "capture the sequence again")
-        if self._epoch != dev.epoch:  # a buffer was freed since: make sure it is none of ours
-            for step in self.steps:
-                for buf in step.buffers:
-                    self.memory.own(buf, "captured graph")
-            self._epoch = dev.epoch
-        with dev.lock:
+        if self._epoch != dev.epoch:  # closed, poisoned or a buffer freed since: check first
+            self._recheck()
+        with self._lock:
             result = self._launch(*self._args)
         if result:
-            dev.fail("cuGraphLaunch", result)
+            dev.relaunch(result, self._launch, self._args, "cuGraphLaunch")
         dev.counters["graph_launches"] += 1
+
+    def _recheck(self) -> None:
+        dev = self.device
+        if not self._finalizer.alive:
+            _closed_launch()
+        dev.alive()
+        for step in self.steps:  # a freed buffer must be none of ours
+            for buf in step.buffers:
+                self.memory.own(buf, "captured graph")
+        self._epoch = dev.epoch
 
     def replay_timed(self) -> Timing:
         """Replay and wait; the GPU time of the whole graph comes from CUDA events."""
@@ -84,14 +100,23 @@ class CudaGraph:
 
     def close(self) -> None:
         """Destroy the graph; replay raises afterwards. Safe to call twice."""
-        if self._exec:
-            if not self.device.closed and self.device.poisoned is None:
-                cu.call("cuGraphExecDestroy", self._exec)
-                cu.call("cuGraphDestroy", self._graph)
-            self._exec = self._graph = None  # type: ignore[assignment]
+        with self._lock:
+            if self._finalizer.alive:
+                self._launch, self._epoch = _closed_launch, -1  # a replay racing close() raises C005
+                self._finalizer()
 
     def __enter__(self) -> CudaGraph:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _destroy(device: Device, graph: c_void_p, exec_: c_void_p) -> None:
+    if not device.closed and device.poisoned is None:
+        cu.call("cuGraphExecDestroy", exec_)
+        cu.call("cuGraphDestroy", graph)
+
+
+def _closed_launch(*_: object) -> int:
+    raise VyreError.one("C005", "this graph was closed", "CudaGraph.replay", "capture the sequence again")

@@ -5,12 +5,17 @@ The key of a program is its content hash with the registry fingerprint, the emit
 the package version, the PTX target, the compute capability and the driver version. PTX text and
 the compiled cubin are kept in memory and on disk, loaded modules in memory; a second process
 loads the cubin and never JITs.
+
+Both in-memory caches hold at most ``limit`` entries, least recently used first out. A loaded
+module is counted in use while a pipeline made from it lives (``use``/``release``); a module in use
+is never unloaded, so the cache can exceed its limit while more pipelines than that are alive.
 """
 
 from __future__ import annotations
 
 import hashlib
 import time
+from collections import OrderedDict
 from ctypes import byref, c_int, c_void_p
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -43,10 +48,13 @@ class LoadedKernel:
 class KernelCache:
     """PTX, cubins and loaded modules of one device, for the registry ``registry()`` returns."""
 
-    def __init__(self, device: Device, registry: Callable[[], Registry]) -> None:
+    def __init__(self, device: Device, registry: Callable[[], Registry], limit: int) -> None:
         self.device, self._registry = device, registry
-        self._ptx: dict[str, PtxModule] = {}
-        self._modules: dict[str, LoadedKernel] = {}
+        self.limit = max(limit, 1)
+        self._ptx: OrderedDict[str, PtxModule] = OrderedDict()
+        self._modules: OrderedDict[str, LoadedKernel] = OrderedDict()
+        self._users: dict[str, int] = {}  # live pipelines per loaded module
+        self.evictions = {"ptx": 0, "modules": 0}
         root = cache_dir()
         self._ptx_disk, self._cubin_disk = DiskCache(root, "ptx"), DiskCache(root, "cubin")
 
@@ -62,6 +70,7 @@ class KernelCache:
         module = self._ptx.get(key)
         if module is not None:
             counters["ptx_memory_hits"] += 1
+            self._ptx.move_to_end(key)
             return module, key
         check(program, reg)
         text = self._ptx_disk.get(key)
@@ -72,21 +81,53 @@ class KernelCache:
             module = emit(program, reg, target, validated=True)
             self._ptx_disk.put(key, module.text.encode())
         self._ptx[key] = module
+        while len(self._ptx) > self.limit:
+            self._ptx.popitem(last=False)
+            self.evictions["ptx"] += 1
         return module, key
 
-    def loaded(self, module: PtxModule, key: str) -> LoadedKernel:
-        """The module loaded on the device (from memory, the cubin cache, or a JIT). Lock held."""
+    def use(self, module: PtxModule, key: str) -> LoadedKernel:
+        """The module loaded on the device (from memory, the cubin cache, or a JIT), counted in
+        use until ``release(key)``. Lock held."""
         found = self._modules.get(key)
         if found is not None:
             self.device.counters["module_hits"] += 1
-            return found
-        found = self._modules[key] = self._load(module, key)
+            self._modules.move_to_end(key)
+        else:
+            found = self._modules[key] = self._load(module, key)
+        self._users[key] = self._users.get(key, 0) + 1
+        self._evict()
         return found
+
+    def release(self, key: str) -> None:
+        """A pipeline of module ``key`` is gone; unload idle modules beyond the limit. Safe from a
+        finalizer on any thread."""
+        with self.device.lock:
+            left = self._users.get(key, 0) - 1
+            if left > 0:
+                self._users[key] = left
+            else:
+                self._users.pop(key, None)
+            if not self.device.closed and self.device.poisoned is None:
+                self._evict()
+
+    def _evict(self) -> None:
+        excess = len(self._modules) - self.limit
+        if excess <= 0:
+            return
+        idle = [k for k in self._modules if k not in self._users][:excess]  # oldest first
+        if idle:
+            self.device.alive()
+        for k in idle:
+            cu.call("cuModuleUnload", self._modules.pop(k).module)
+            self.evictions["modules"] += 1
 
     def snapshot(self) -> dict[str, Any]:
         """Entries in memory, and hits, misses and evictions of the disk caches in this process."""
         return {
-            "ptx_in_memory": len(self._ptx), "modules_loaded": len(self._modules),
+            "limit": self.limit, "ptx_in_memory": len(self._ptx),
+            "ptx_bytes": sum(len(m.text) for m in self._ptx.values()), "modules_loaded": len(self._modules),
+            "modules_in_use": len(self._users), "evictions": dict(self.evictions),
             "disk": {kind: {"hits": d.hits, "misses": d.misses, "evictions": d.evictions}
                      for kind, d in (("ptx", self._ptx_disk), ("cubin", self._cubin_disk))},
         }
@@ -97,6 +138,7 @@ class KernelCache:
             for loaded in self._modules.values():
                 cu.call("cuModuleUnload", loaded.module)
         self._modules.clear()
+        self._users.clear()
         self._ptx.clear()
 
     def _load(self, module: PtxModule, key: str) -> LoadedKernel:

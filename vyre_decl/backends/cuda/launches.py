@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import weakref
 from ctypes import c_uint32, c_uint64, c_void_p
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
@@ -116,12 +117,14 @@ class PendingDispatch:
     def __init__(self, pipeline: CudaPipeline, layout: Layout, arena: tuple[int, int], staging: Pinned,
                  event: c_void_p) -> None:
         self.pipeline, self.layout = pipeline, layout
-        self._arena, self._staging = arena, staging
-        self._event: c_void_p | None = event
+        self._staging, self._event = staging, event
         self._outputs: list[np.ndarray] | None = None
+        # dropped unfinished: the arena, staging and event still go back when collected
+        self._release = weakref.finalize(self, _release_dispatch, pipeline, arena, staging, event)
+        self._release.atexit = False
 
     def done(self) -> bool:
-        if self._outputs is not None:
+        if self._outputs is not None or not self._release.alive:
             return True
         result = cu.function("cuEventQuery")(self._event)
         if result == cu.CUDA_ERROR_NOT_READY:
@@ -133,17 +136,16 @@ class PendingDispatch:
     def result(self) -> list[np.ndarray]:
         """Wait for the dispatch and return its outputs (the arena and staging are released)."""
         if self._outputs is None:
-            if self._event is None:
+            if not self._release.alive:
                 raise VyreError.one("C005", "this pending dispatch was closed before its result was read",
                                     f"program {self.pipeline.program.name!r}", "read result() before close()")
-            self._outputs = self._finish(collect=True)
+            self._outputs = self._collect()
         return self._outputs
 
     def close(self) -> None:
         """Release the arena, staging and event (waiting for the GPU first); the outputs, if not
         read yet, are dropped. Safe to call twice."""
-        if self._outputs is None and self._event is not None:
-            self._finish(collect=False)
+        self._release()
 
     def __enter__(self) -> PendingDispatch:
         return self
@@ -151,7 +153,7 @@ class PendingDispatch:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _finish(self, collect: bool) -> list[np.ndarray]:
+    def _collect(self) -> list[np.ndarray]:
         dev = self.pipeline.device
         with dev.lock:
             dev.alive()
@@ -159,9 +161,19 @@ class PendingDispatch:
             if result:
                 dev.fail("cuEventSynchronize", result)
             dev.counters["syncs"] += 1
-            outputs = self.pipeline.collect(self.layout, self._staging) if collect else []
-            self.pipeline.memory.give(*self._arena)
-            self.pipeline.memory.give_staging(self._staging)
-            cu.call("cuEventDestroy_v2", self._event)
-            self._event = None
+            outputs = self.pipeline.collect(self.layout, self._staging)
+            self._release()
         return outputs
+
+
+def _release_dispatch(pipeline: CudaPipeline, arena: tuple[int, int], staging: Pinned, event: c_void_p) -> None:
+    """Give a dispatch's arena and staging back and destroy its event, once the GPU is done with them."""
+    dev = pipeline.device
+    with dev.lock:
+        if dev.closed or dev.poisoned is not None:
+            return  # the context and everything in it is gone already
+        dev.alive()
+        cu.call("cuEventSynchronize", event)
+        pipeline.memory.give(*arena)
+        pipeline.memory.give_staging(staging)
+        cu.call("cuEventDestroy_v2", event)

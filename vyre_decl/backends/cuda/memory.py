@@ -20,7 +20,7 @@ from ...ir.nodes import Access, BufferDecl
 from ...ir.types import DataType
 from ..hostio import as_storage
 from .device import Device
-from .dlpack import KDL_CUDA, export_capsule, import_capsule
+from .dlpack import KDL_CUDA, export_capsule
 
 __all__ = ["Memory", "DeviceBuffer", "Pinned", "ALIGN", "aligned"]
 
@@ -358,56 +358,8 @@ class Memory:
                 staging.close()
             self._spare.clear()
 
-    def wrap(self, obj: Any) -> DeviceBuffer:
-        """A resident buffer viewing foreign device memory that exposes ``__cuda_array_interface__``
-        (CuPy, PyTorch, Numba, ...): no copy. ``obj`` is kept alive by the buffer; its stream is
-        waited for, so work queued on it before the call is visible to our kernels."""
-        self.device.alive()
-        cai = obj.__cuda_array_interface__
-        shape = tuple(int(n) for n in cai["shape"])
-        dtype = np.dtype(cai["typestr"])
-        where = "wrap"
-        if dtype == np.bool_:
-            raise VyreError.one("D012", "bool arrays hold 1-byte elements; vyre bool buffers hold 4-byte words",
-                                where, "convert it to uint32 (0/1) first")
-        strides = cai.get("strides")
-        if strides is not None:
-            want: list[int] = []
-            step = dtype.itemsize
-            for n in reversed(shape):
-                want.insert(0, step)
-                step *= n
-            if tuple(int(x) for x in strides) != tuple(want) and int(np.prod(shape)) > 1:
-                raise VyreError.one("D012", f"only C-contiguous device arrays can be wrapped (strides {tuple(strides)})",
-                                    where, "make it contiguous (e.g. .contiguous() / cupy.ascontiguousarray)")
-        t = dtype_of(np.empty(0, dtype))
-        stream = cai.get("stream")
-        if stream:  # the producer's stream: wait for what it has queued
-            self.device.checked("cuStreamSynchronize", c_void_p(int(stream)))
-        count = int(np.prod(shape)) if shape else 1
-        return self._adopt(int(cai["data"][0]), t, count, obj)
-
-    def from_dlpack(self, obj: Any) -> DeviceBuffer:
-        """A resident buffer viewing a CUDA tensor of this device through DLPack (an object with
-        ``__dlpack__`` or a capsule): no copy; the producer's queued work is ordered before ours."""
-        self.device.alive()
-        ordinal = self.device.info.ordinal
-        if hasattr(obj, "__dlpack_device__"):
-            kind, index = obj.__dlpack_device__()
-            if (int(kind), int(index)) != (KDL_CUDA, ordinal):
-                raise VyreError.one("D016", f"the tensor lives on DLPack device ({int(kind)}, {int(index)}), not CUDA "
-                                    f"device {ordinal}", "from_dlpack", "move it to this backend's GPU first")
-        if hasattr(obj, "__dlpack__"):
-            try:
-                capsule = obj.__dlpack__(stream=self.device.stream_handle)
-            except TypeError:
-                capsule = obj.__dlpack__()
-        else:
-            capsule = obj
-        ptr, t, count, owner = import_capsule(capsule, self.device.info.ordinal)
-        return self._adopt(ptr, t, count, owner)
-
-    def _adopt(self, ptr: int, t: DataType, count: int, owner: Any) -> DeviceBuffer:
+    def adopt(self, ptr: int, t: DataType, count: int, owner: Any) -> DeviceBuffer:
+        """A resident buffer viewing foreign device memory (not freed by us; ``owner`` kept alive)."""
         buf = DeviceBuffer(self, ptr, t, count, count * t.size, owned=False)
         buf.owner = owner
         return buf

@@ -10,9 +10,10 @@ buffers (``BoundLaunch``), whose steady state is one ``cuLaunchKernel`` with pre
 from __future__ import annotations
 
 import time
+import weakref
 from ctypes import c_uint32, c_uint64, c_void_p
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -49,7 +50,9 @@ class CudaPipeline:
     """A program compiled for the GPU: a loaded kernel and its pre-built launch arguments."""
 
     def __init__(self, device: Device, memory: Memory, program: Program, module: PtxModule, function: c_void_p,
-                 config: DispatchConfig) -> None:
+                 config: DispatchConfig, release: Callable[[], None] = lambda: None) -> None:
+        """``release`` is called once this pipeline is garbage: its module may be unloaded then
+        (not at ``close()``, since graphs captured from it keep launching its function)."""
         self.device, self.memory = device, memory
         self.program, self.ptx, self.config = program, module, config
         self.function = function
@@ -66,7 +69,9 @@ class CudaPipeline:
         self.launcher.set_stream(device.stream)
         self._inputs = program.inputs
         self._outputs = program.outputs
-        self._arena: tuple[int, int] | None = None
+        self._lease = _Lease()  # the device arena of numpy dispatches, grown on demand
+        self._finalizer = weakref.finalize(self, _release_pipeline, memory, self._lease, release)
+        self._finalizer.atexit = False
         self._bound: BoundLaunch | None = None
         self.grid_basis = grid_basis(program)
         # precomputed for the dispatch fast path
@@ -80,9 +85,8 @@ class CudaPipeline:
     def close(self) -> None:
         """Give the dispatch arena back and refuse further use (C005). Safe to call twice."""
         with self.device.lock:
-            if self._arena is not None and not self.device.closed:
-                self.memory.give(*self._arena)
-            self._arena, self._bound, self.closed = None, None, True
+            self._lease.give_back(self.memory)
+            self._bound, self.closed = None, True
 
     def __enter__(self) -> CudaPipeline:
         return self
@@ -172,11 +176,8 @@ class CudaPipeline:
         into = check_out(self.program, counts, out) if out is not None else None
         with dev.lock:
             self.usable()
-            if self._arena is None or self._arena[1] < layout.total:
-                if self._arena is not None:
-                    mem.give(*self._arena)
-                self._arena = mem.take(layout.total)
-            self._enqueue(arrays, counts, grid, layout, self._arena[0], mem.staging, cfg.repeat, timed)
+            base = self._lease.at_least(mem, layout.total)
+            self._enqueue(arrays, counts, grid, layout, base, mem.staging, cfg.repeat, timed)
             if cfg.timeout is None:
                 dev.synchronize()
             else:
@@ -185,7 +186,7 @@ class CudaPipeline:
                              (f" ({cfg.label})" if cfg.label else ""))
                 except VyreError:
                     # the kernel still owns the arena and the staging area: never hand them out again
-                    self._arena = None
+                    self._lease.block = None
                     mem.abandon_staging()
                     raise
             device_s = dev.elapsed() if timed else 0.0
@@ -301,3 +302,30 @@ class CudaPipeline:
                                 grid: tuple[int, int, int] | None = None) -> Timing:
         """Launch over resident buffers and wait; the GPU time comes from CUDA events."""
         return self.device.timed(lambda: self.dispatch_resident(buffers, grid))
+
+
+class _Lease:
+    """A pipeline's device arena: grown on demand, given back on close or when the pipeline dies."""
+
+    __slots__ = ("block",)
+
+    def __init__(self) -> None:
+        self.block: tuple[int, int] | None = None
+
+    def at_least(self, memory: Memory, nbytes: int) -> int:
+        """The arena's address, grown to ``nbytes`` first if smaller. Lock held."""
+        if self.block is None or self.block[1] < nbytes:
+            self.give_back(memory)
+            self.block = memory.take(nbytes)
+        return self.block[0]
+
+    def give_back(self, memory: Memory) -> None:
+        if self.block is not None and not memory.device.closed:
+            memory.give(*self.block)
+        self.block = None
+
+
+def _release_pipeline(memory: Memory, lease: _Lease, release: Callable[[], None]) -> None:
+    with memory.device.lock:
+        lease.give_back(memory)
+    release()
