@@ -287,3 +287,15 @@ def test_dispatch_into_caller_arrays():
             acquire("reference").dispatch(VADD, [a, b], out=bad)
         assert e.value.codes == ["D015"] and "Fix:" in str(e.value)
         assert (out == keep).all()
+
+
+def test_a_label_names_the_dispatch_in_its_errors(backend):
+    with pytest.raises(VyreError) as info:
+        backend.dispatch(VADD, [np.zeros(4, np.uint32)], DispatchConfig(label="step 3"))
+    assert info.value.codes == ["D001"] and str(info.value).splitlines()[0] == "in dispatch 'step 3'"
+    with pytest.raises(VyreError) as info:
+        backend.dispatch(VADD, [np.zeros(4, np.uint32)])
+    assert "in dispatch" not in str(info.value)  # no label, no summary line
+    with pytest.raises(VyreError) as info:
+        backend.dispatch(VADD, [np.zeros(4, np.uint32)] * 2, DispatchConfig(label=3))  # type: ignore[arg-type]
+    assert info.value.codes == ["D008"] and "label" in str(info.value)

@@ -186,6 +186,30 @@ def test_graph_replay(cuda):
     graph.close()
 
 
+def test_sequences_take_a_prefix_a_repeat_and_read_back_in_the_same_call(cuda):
+    v = cuda.upload(np.zeros(4096, np.uint32))
+    k1, k5 = cuda.upload(np.array([1], np.uint32)), cuda.upload(np.array([5], np.uint32))
+    pipe = cuda.compile(INPLACE)  # v = 2 v + k
+    seq = cuda.sequence([(pipe, [v, k1])], prefix=[(pipe, [v, k5])], repeat=4)
+    assert seq.launches == 5
+    once = ((0 * 2 + 5) * 2 + 1) * 2 * 2 * 2 + 7  # prefix, then four steps: 95
+    syncs = cuda.telemetry()["syncs"]
+    head, tail = seq.run_and_read([(v, 0, 3), (v, 4090, 6)])
+    assert head.tolist() == [once] * 3 and tail.tolist() == [once] * 6
+    assert cuda.telemetry()["syncs"] == syncs + 1  # launches and both reads: one wait
+    with seq.capture() as graph:
+        assert graph.launches == 5
+        (whole,) = graph.replay_and_read([v])
+        assert (whole == once * 32 + once).all()
+        with pytest.raises(VyreError) as e:  # checked before the replay: nothing runs
+            graph.replay_and_read([(v, 4095, 2)])
+        assert e.value.codes == ["D003"] and (cuda.download(v) == whole).all()
+    for bad in (0, -1, 2.0, True):
+        with pytest.raises(VyreError) as e:
+            cuda.sequence([(pipe, [v, k1])], repeat=bad)
+        assert e.value.codes == ["D008"]
+
+
 CACHE_SCRIPT = r"""
 import json, sys, time
 import numpy as np

@@ -271,3 +271,35 @@ def test_a_setting_that_is_not_a_number_fails_before_the_backend_exists(monkeypa
     with pytest.raises(VyreError) as e:
         CudaBackend()
     assert e.value.codes == ["B008"]
+
+
+def test_labels_name_errors_and_open_nvtx_ranges(monkeypatch):
+    import glob
+    import sys
+
+    from vyre_decl.backends.config import DispatchConfig
+    from vyre_decl.backends.cuda import nvtx
+
+    be = vyre_decl.acquire("cuda")
+    calls: list[str] = []
+    monkeypatch.setattr(nvtx, "push", lambda label: calls.append(label))
+    monkeypatch.setattr(nvtx, "pop", lambda: calls.append("/"))
+    np.testing.assert_array_equal(be.dispatch(VADD, [X, X], DispatchConfig(label="add"))[0], 2 * X)
+    be.dispatch(VADD, [X, X])
+    with pytest.raises(VyreError) as e:
+        be.dispatch(VADD, [X], DispatchConfig(label="short"))
+    assert e.value.codes == ["D001"] and str(e.value).splitlines()[0] == "in dispatch 'short'"
+    assert calls == ["add", "/", "short", "/"]  # unlabelled: nothing; a failure still closes its range
+    with pytest.raises(VyreError) as e:
+        be.dispatch_async(VADD, [X], DispatchConfig(label="later"))
+    assert str(e.value).splitlines()[0] == "in dispatch 'later'"
+    monkeypatch.undo()
+    # the real library, where one is installed (PyTorch's CUDA wheels bring libnvToolsExt)
+    found = [p for d in sys.path for p in glob.glob(f"{d}/nvidia/nvtx/lib/libnvToolsExt.so*")]
+    if not found:
+        pytest.skip("no libnvToolsExt on this machine: the labelled path above ran without NVTX")
+    monkeypatch.setenv("VYRE_DECL_NVTX", found[0])
+    monkeypatch.setattr(nvtx, "_tried", False)
+    monkeypatch.setattr(nvtx, "_fns", None)
+    assert nvtx.available()
+    np.testing.assert_array_equal(be.dispatch(VADD, [X, X], DispatchConfig(label="ranged"))[0], 2 * X)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 import threading
 from ctypes import (
     POINTER,
@@ -188,6 +189,7 @@ class ModuleLoadError(CudaError):
 
 _lock = threading.Lock()
 _lib: ctypes.CDLL | None = None
+_pylib: ctypes.PyDLL | None = None
 _fns: dict[str, Any] = {}
 
 
@@ -232,11 +234,21 @@ def call(name: str, *args: Any) -> None:
         raise CudaError(name, result)
 
 
-def raw(name: str) -> Any:
-    """A separate function pointer for ``name`` with no argtypes (for the launch hot path)."""
-    fn = lib()[name]
+def raw(name: str, hold_gil: bool = False) -> Any:
+    """A separate function pointer for ``name`` with no argtypes (for the launch hot path).
+    ``hold_gil``: the call keeps the GIL (a ``PyDLL`` pointer), which saves releasing and taking
+    it again and, where the interpreter has a GIL, serialises the calls of all Python threads."""
+    global _pylib
+    if hold_gil and _pylib is None:
+        _pylib = ctypes.PyDLL(lib()._name, handle=lib()._handle)
+    fn = (_pylib if hold_gil else lib())[name]  # type: ignore[index]
     fn.restype = CUresult
     return fn
+
+
+def gil_serialises() -> bool:
+    """Whether the interpreter runs one Python thread at a time (not a free-threaded build)."""
+    return bool(getattr(sys, "_is_gil_enabled", lambda: True)())
 
 
 def error_name(code: int) -> tuple[str, str]:

@@ -130,9 +130,10 @@ class ResidentBackend(Backend, Protocol):
 
 @runtime_checkable
 class GraphBackend(ResidentBackend, Protocol):
-    """Flag ``graphs``: resident launches captured once and replayed."""
+    """Flag ``graphs``: resident launches (a prefix once, steps repeated) run in order, read back
+    in the same call, or captured once and replayed."""
 
-    def sequence(self, steps: Sequence[Any]) -> Any: ...
+    def sequence(self, steps: Sequence[Any], prefix: Sequence[Any] = (), repeat: int = 1) -> Any: ...
 
 
 @dataclass(frozen=True)

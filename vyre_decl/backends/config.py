@@ -20,7 +20,7 @@ class DispatchConfig:
     ``grid``: workgroups per axis (default: inferred, see ``backends.hostio.infer_grid``);
     ``workgroup``: overrides the program's workgroup size; ``repeat``: run the program that many
     times back to back on the same buffers (fixpoint iterations); ``label``: a name for the
-    dispatch in errors (a timeout names it); ``ulp_budget``: the largest error in ULP the caller
+    dispatch in its errors and, on CUDA, the NVTX range around it (Nsight Systems shows it); ``ulp_budget``: the largest error in ULP the caller
     accepts from an op: compiling a program that calls a less accurate op (for a float type it
     uses) raises D014 on every backend; ``timeout``: seconds a dispatch may take. The reference
     backend stops between workgroups and statements; CUDA stops waiting and raises D013 while the

@@ -24,7 +24,7 @@ from ..ir.types import DataType
 from ..ir.walk import body_exprs
 from .config import DispatchConfig
 
-__all__ = ["Launch", "check_repeat", "check_workgroup", "prepare", "infer_grid", "grid_basis", "host_output", "as_storage", "MAX_ELEMENTS",
+__all__ = ["Launch", "check_config", "labelled", "check_workgroup", "prepare", "infer_grid", "grid_basis", "host_output", "as_storage", "MAX_ELEMENTS",
            "xyz", "check_ulp_budget", "check_capabilities", "check_out", "deliver"]
 
 MAX_ELEMENTS: Final = 2**32 - 1
@@ -146,7 +146,7 @@ def prepare(program: Program, inputs: Sequence[Any] | Mapping[str, Any], config:
     workgroup = config.workgroup or program.workgroup_size
     if len(workgroup) != 3 or any(not isinstance(v, int) or v < 1 for v in workgroup):
         raise _fail("D008", f"bad workgroup override {workgroup!r}", "DispatchConfig.workgroup", "give three positive integers")
-    check_repeat(config)
+    check_config(config)
     if config.grid is not None:
         grid = tuple(config.grid)
         if len(grid) != 3 or any(not isinstance(v, int) or v < 0 for v in grid):
@@ -156,8 +156,9 @@ def prepare(program: Program, inputs: Sequence[Any] | Mapping[str, Any], config:
     return Launch(memory, counts, grid, tuple(workgroup))  # type: ignore[arg-type]
 
 
-def check_repeat(config: DispatchConfig) -> None:
-    """The numbers of a DispatchConfig: repeat at least 1, timeout None or a positive number."""
+def check_config(config: DispatchConfig) -> None:
+    """The values of a DispatchConfig: repeat at least 1, timeout None or a positive number, label
+    a string."""
     if not isinstance(config.repeat, int) or config.repeat < 1:
         raise _fail("D008", f"repeat must be at least 1, got {config.repeat!r}", "DispatchConfig.repeat",
                     "use repeat=1 or more")
@@ -165,6 +166,14 @@ def check_repeat(config: DispatchConfig) -> None:
     if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < float("inf")):
         raise _fail("D008", f"timeout must be a positive number of seconds, got {t!r}", "DispatchConfig.timeout",
                     "use timeout=None (wait as long as it takes) or a number of seconds such as 5.0")
+    if not isinstance(config.label, str):
+        raise _fail("D008", f"label must be a string, got {config.label!r}", "DispatchConfig.label",
+                    "use a short name such as label=\"step 3\"")
+
+
+def labelled(error: VyreError, config: DispatchConfig) -> VyreError:
+    """``error`` naming the dispatch's label, when it has one."""
+    return error.within(f"in dispatch {config.label!r}") if config.label else error
 
 
 def check_workgroup(program: Program, config: DispatchConfig) -> None:

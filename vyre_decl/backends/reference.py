@@ -16,7 +16,8 @@ from ..ir.validation import check
 from ..reference.interpreter import CompiledProgram, compile_program
 from ..registry import Registry, default_registry
 from .config import DEFAULT_CONFIG, DispatchConfig, Timing
-from .hostio import check_capabilities, check_out, check_ulp_budget, check_workgroup, deliver, host_output, prepare, xyz
+from .hostio import (check_capabilities, check_out, check_ulp_budget, check_workgroup, deliver, host_output, labelled,
+                     prepare, xyz)
 
 __all__ = ["ReferenceBackend", "ReferencePipeline"]
 
@@ -35,10 +36,13 @@ class ReferencePipeline:
                  out: Sequence[np.ndarray] | None = None) -> list[np.ndarray]:
         """Run once; returns the outputs (written into ``out`` when given, see hostio.check_out)."""
         cfg = config or self.config
-        check_workgroup(self.program, cfg)
-        launch = prepare(self.program, inputs, cfg)
-        into = check_out(self.program, launch.counts, out) if out is not None else None
-        self.compiled.run(launch.memory, launch.counts, launch.grid, cfg.repeat, cfg.timeout)
+        try:
+            check_workgroup(self.program, cfg)
+            launch = prepare(self.program, inputs, cfg)
+            into = check_out(self.program, launch.counts, out) if out is not None else None
+            self.compiled.run(launch.memory, launch.counts, launch.grid, cfg.repeat, cfg.timeout)
+        except VyreError as exc:
+            raise labelled(exc, cfg) from None
         if into is None:
             return [host_output(d, launch.memory[d.name]) for d in self.program.outputs]
         return [deliver(d, launch.memory[d.name], a) for d, a in zip(self.program.outputs, into)]
@@ -130,7 +134,7 @@ class ReferenceBackend:
     def wrap(self, obj: Any) -> Any:
         raise self._unsupported("resident buffers (wrap)")
 
-    def sequence(self, steps: Any) -> Any:
+    def sequence(self, steps: Any, prefix: Any = (), repeat: int = 1) -> Any:
         raise self._unsupported("dispatch sequences or graphs (sequence)")
 
     def dispatch_async(self, program: Program, inputs: Sequence[Any] | Mapping[str, Any],

@@ -44,6 +44,7 @@ class VyreError(ValueError):
     def __init__(self, diagnostics: Iterable[Diagnostic] | Diagnostic, summary: str = "") -> None:
         diags = (diagnostics,) if isinstance(diagnostics, Diagnostic) else tuple(diagnostics)
         self.diagnostics: tuple[Diagnostic, ...] = diags
+        self.summary = summary
         lines = [summary] if summary else []
         lines += [str(d) for d in diags]
         super().__init__("\n".join(lines))
@@ -51,6 +52,10 @@ class VyreError(ValueError):
     @property
     def codes(self) -> list[str]:
         return [d.code for d in self.diagnostics]
+
+    def within(self, context: str) -> VyreError:
+        """The same error (class and diagnostics) with ``context`` leading its summary line."""
+        return type(self)(self.diagnostics, f"{context}: {self.summary}" if self.summary else context)
 
     @classmethod
     def one(cls, code: str, message: str, location: str, fix: str) -> VyreError:

@@ -35,7 +35,7 @@ class RoutinePlan:
                 backend.free(buf)
             raise
         self.outputs = [self._env[s.name] for s in routine.outputs]
-        self.launches = len(sequence.steps)
+        self.launches = sequence.launches
         self._graph = sequence.capture() if self.launches else None
         self._lock = threading.Lock()
 

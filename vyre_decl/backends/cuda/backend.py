@@ -25,9 +25,13 @@ from . import interop
 from .device import Device, DeviceInfo
 from .graphs import DispatchSequence
 from .kernels import KernelCache
-from .launches import PendingDispatch
+from .launches import BoundLaunch, PendingDispatch
 from .memory import DeviceBuffer, Memory
 from .pipeline import CudaPipeline
+
+Step = tuple[CudaPipeline, Any] | tuple[CudaPipeline, Any, tuple[int, int, int]]
+"""One resident dispatch of a sequence: a pipeline, its buffers (a list or a dict by name) and an
+optional grid."""
 
 __all__ = ["CudaBackend"]
 
@@ -219,13 +223,14 @@ class CudaBackend:
         JAX, ...): no copy. ``DeviceBuffer.__dlpack__`` goes the other way."""
         return interop.from_dlpack(self._memory, obj)
 
-    def sequence(self, steps: Sequence[tuple[CudaPipeline, Any] | tuple[CudaPipeline, Any, tuple[int, int, int]]]) -> DispatchSequence:
-        """Resident dispatches ``(pipeline, buffers[, grid])`` to run in order (``run()``) or to
-        capture once as a CUDA graph and replay (``capture().replay()``)."""
-        bound = []
-        for pipeline, buffers, *grid in steps:
-            bound.append(pipeline.bind(buffers, grid[0] if grid else None))
-        return DispatchSequence(self._device, self._memory, bound)
+    def sequence(self, steps: Sequence[Step], prefix: Sequence[Step] = (), repeat: int = 1) -> DispatchSequence:
+        """Resident dispatches ``(pipeline, buffers[, grid])``: ``prefix`` once, then ``steps``
+        ``repeat`` times, run in order (``run()``, ``run_and_read(ranges)``) or captured once as a
+        CUDA graph and replayed (``capture().replay()``). Every step is checked here."""
+        def bind(items: Sequence[Step]) -> list[BoundLaunch]:
+            return [pipeline.bind(buffers, grid[0] if grid else None) for pipeline, buffers, *grid in items]
+
+        return DispatchSequence(self._device, self._memory, bind(steps), bind(prefix), repeat)
 
     def __repr__(self) -> str:
         d = self.device

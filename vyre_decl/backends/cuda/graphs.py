@@ -1,12 +1,15 @@
-"""The graphs room: resident launches run back to back (``DispatchSequence``) and captured once as
-a CUDA graph that replays them with one ``cuGraphLaunch`` (``CudaGraph``)."""
+"""The graphs room: resident launches run back to back (``DispatchSequence``: a prefix once, then
+steps repeated N times, optionally reading ranges back in the same call) and captured once as a
+CUDA graph that replays them with one ``cuGraphLaunch`` (``CudaGraph``)."""
 
 from __future__ import annotations
 
 import threading
 import weakref
 from ctypes import byref, c_void_p
-from typing import Sequence
+from typing import Any, Sequence
+
+import numpy as np
 
 from ... import libcuda as cu
 from ...ir.diagnostics import VyreError
@@ -19,20 +22,38 @@ __all__ = ["DispatchSequence", "CudaGraph"]
 
 
 class DispatchSequence:
-    """Resident dispatches run back to back in order; ``capture()`` turns them into a CUDA graph."""
+    """Resident launches run in order: ``prefix`` once, then ``steps`` ``repeat`` times.
+    ``run()`` queues them; ``run_and_read(ranges)`` also reads results back in the same call (one
+    synchronisation); ``capture()`` turns the whole order into a CUDA graph."""
 
-    def __init__(self, device: Device, memory: Memory, steps: Sequence[BoundLaunch]) -> None:
-        self.device, self.memory, self.steps = device, memory, list(steps)
+    def __init__(self, device: Device, memory: Memory, steps: Sequence[BoundLaunch],
+                 prefix: Sequence[BoundLaunch] = (), repeat: int = 1) -> None:
+        if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+            raise VyreError.one("D008", f"repeat must be a whole number of at least 1, got {repeat!r}",
+                                "sequence(repeat=...)", "use repeat=1 or more")
+        self.device, self.memory = device, memory
+        self.prefix, self.steps, self.repeat = list(prefix), list(steps), repeat
+        self.order = self.prefix + self.steps * repeat  # every launch, in order
+
+    @property
+    def launches(self) -> int:
+        return len(self.order)
 
     def run(self) -> None:
-        for step in self.steps:
+        """Queue every launch (asynchronously; ``backend.synchronize()`` waits)."""
+        for step in self.order:
             step()
+
+    def run_and_read(self, ranges: Sequence[Any]) -> list[np.ndarray]:
+        """Queue every launch, then copy ``ranges`` back (each a buffer or ``(buffer, offset,
+        count)``), waiting once. The ranges are checked before anything runs."""
+        return self.memory.read_after(self.run, self.memory.ranges(ranges, "run_and_read"))
 
     def capture(self) -> CudaGraph:
         dev = self.device
         with dev.lock:
             dev.alive()
-            for step in self.steps:  # re-check first if buffers were freed since binding
+            for step in self.prefix + self.steps:  # re-check first if buffers were freed since binding
                 if step.epoch != dev.epoch:
                     step.refresh()
             # capture on a private stream: launches other threads make meanwhile run, not get recorded
@@ -40,7 +61,7 @@ class DispatchSequence:
             cu.call("cuStreamBeginCapture_v2", stream, cu.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
             graph = c_void_p()
             try:
-                for step in self.steps:
+                for step in self.order:
                     result = step.launch_on(stream)
                     if result:
                         raise cu.CudaError("cuLaunchKernel (capture)", result)
@@ -48,22 +69,25 @@ class DispatchSequence:
                 cu.call("cuStreamEndCapture", stream, byref(graph))
             exec_ = c_void_p()
             cu.call("cuGraphInstantiateWithFlags", byref(exec_), graph, 0)
-        return CudaGraph(dev, self.memory, graph, exec_, self.steps)
+        return CudaGraph(dev, self.memory, graph, exec_, self.prefix + self.steps, len(self.order))
 
 
 class CudaGraph:
     """A captured sequence of launches; ``replay()`` runs all of them with one cuGraphLaunch."""
 
     def __init__(self, device: Device, memory: Memory, graph: c_void_p, exec_: c_void_p,
-                 steps: list[BoundLaunch]) -> None:
+                 steps: list[BoundLaunch], launches: int) -> None:
         self.device, self.memory = device, memory
-        self.steps, self.launches = steps, len(steps)
+        self.steps, self.launches = steps, launches  # the distinct bound launches; launches per replay
         self._epoch = device.epoch
-        self._launch = cu.raw("cuGraphLaunch")
+        # a graph exec must not be launched from two threads at once (CUDA graph objects are not
+        # internally synchronised). The launch keeps the GIL, which serialises it where there is
+        # one (and is cheaper than a lock: replay stays near a raw cuGraphLaunch); a free-threaded
+        # interpreter takes a lock of this graph's instead.
+        self._launch = cu.raw("cuGraphLaunch", hold_gil=True)
         self._args = (exec_, device.stream)
-        # a graph exec must not be launched from two threads at once (CUDA objects are not
-        # internally synchronised); a lock of its own keeps launches of other work unblocked
         self._lock = threading.Lock()
+        self._serial = None if cu.gil_serialises() else self._lock
         # a graph dropped without close() is destroyed when collected
         self._finalizer = weakref.finalize(self, _destroy, device, graph, exec_)
         self._finalizer.atexit = False
@@ -78,8 +102,11 @@ class CudaGraph:
         dev = self.device
         if self._epoch != dev.epoch:  # closed, poisoned or a buffer freed since: check first
             self._recheck()
-        with self._lock:
+        if self._serial is None:
             result = self._launch(*self._args)
+        else:
+            with self._serial:
+                result = self._launch(*self._args)
         if result:
             dev.relaunch(result, self._launch, self._args, "cuGraphLaunch")
         dev.counters["graph_launches"] += 1
@@ -94,12 +121,18 @@ class CudaGraph:
                 self.memory.own(buf, "captured graph")
         self._epoch = dev.epoch
 
+    def replay_and_read(self, ranges: Sequence[Any]) -> list[np.ndarray]:
+        """Replay, then copy ``ranges`` back (each a buffer or ``(buffer, offset, count)``),
+        waiting once. The ranges are checked before the replay."""
+        return self.memory.read_after(self.replay, self.memory.ranges(ranges, "replay_and_read"))
+
     def replay_timed(self) -> Timing:
         """Replay and wait; the GPU time of the whole graph comes from CUDA events."""
         return self.device.timed(self.replay)
 
     def close(self) -> None:
-        """Destroy the graph; replay raises afterwards. Safe to call twice."""
+        """Destroy the graph; replay raises afterwards. Safe to call twice; not while another
+        thread replays this graph (that is garbage collection's job: a dropped graph is closed)."""
         with self._lock:
             if self._finalizer.alive:
                 self._launch, self._epoch = _closed_launch, -1  # a replay racing close() raises C005

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ctypes
 import weakref
 from ctypes import byref, c_size_t, c_uint64, c_void_p
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -291,19 +291,8 @@ class Memory:
     def download_many(self, bufs: Any) -> list[np.ndarray]:
         """The contents of each buffer, all copied with one synchronisation."""
         items = list(bufs)
-        for i, buf in enumerate(items):
-            self.own(buf, f"download_many[{i}]")
-        offsets, total = _packed([buf.nbytes for buf in items])
-        dev = self.device
-        with dev.lock:
-            dev.alive()
-            self.staging.ensure(total)
-            for buf, off in zip(items, offsets):
-                if buf.nbytes:
-                    dev.copy_out(self.staging.ptr + off, buf.ptr, buf.nbytes)
-            dev.synchronize()
-            return [self.staging.view[off: off + buf.nbytes].view(buf.dtype.storage_dtype).copy()
-                    for buf, off in zip(items, offsets)]
+        return self.read_after(None, self.ranges([(b, 0, b.count if isinstance(b, DeviceBuffer) else 0)
+                                                  for b in items], "download_many"))
 
     def download(self, buf: DeviceBuffer) -> np.ndarray:
         """Every element of ``buf`` (waits for queued work)."""
@@ -311,19 +300,40 @@ class Memory:
 
     def download_range(self, buf: DeviceBuffer, offset: int, count: int) -> np.ndarray:
         """Elements ``offset .. offset + count`` of ``buf`` (waits for queued work)."""
-        self.own(buf, "download")
-        if offset < 0 or count < 0 or offset + count > buf.count:
-            raise VyreError.one("D003", f"range {offset}..{offset + count} is outside the buffer of {buf.count}",
-                                repr(buf), "read inside the buffer")
-        nbytes = count * buf.dtype.size
+        return self.read_after(None, self.ranges([(buf, offset, count)], "download"))[0]
+
+    def ranges(self, reads: Any, where: str) -> list[tuple[DeviceBuffer, int, int]]:
+        """Read-back ranges checked before anything runs: each a buffer (all of it) or
+        ``(buffer, offset, count)`` inside it."""
+        out = []
+        for i, item in enumerate(reads):
+            buf, offset, count = (item, 0, item.count) if isinstance(item, DeviceBuffer) else \
+                tuple(item) if isinstance(item, (tuple, list)) and len(item) == 3 else (item, 0, 0)
+            self.own(buf, f"{where}[{i}]")
+            if not all(isinstance(v, int) and not isinstance(v, bool) for v in (offset, count)) or \
+                    offset < 0 or count < 0 or offset + count > buf.count:
+                raise VyreError.one("D003", f"range {offset!r}..+{count!r} is outside the buffer of {buf.count}",
+                                    f"{where}[{i}]", "read inside the buffer: (buffer, offset, count)")
+            out.append((buf, offset, count))
+        return out
+
+    def read_after(self, work: Callable[[], None] | None,
+                   reads: list[tuple[DeviceBuffer, int, int]]) -> list[np.ndarray]:
+        """Queue ``work``, then the copies of ``reads`` (checked by ``ranges``), wait once and
+        return the ranges' contents."""
+        offsets, total = _packed([count * buf.dtype.size for buf, _, count in reads])
         dev = self.device
         with dev.lock:
             dev.alive()
-            self.staging.ensure(nbytes)
-            if nbytes:
-                dev.copy_out(self.staging.ptr, buf.ptr + offset * buf.dtype.size, nbytes)
+            if work is not None:
+                work()
+            self.staging.ensure(total)
+            for (buf, offset, count), off in zip(reads, offsets):
+                if count:
+                    dev.copy_out(self.staging.ptr + off, buf.ptr + offset * buf.dtype.size, count * buf.dtype.size)
             dev.synchronize()
-            return self.staging.view[:nbytes].view(buf.dtype.storage_dtype).copy()
+            return [self.staging.view[off: off + count * buf.dtype.size].view(buf.dtype.storage_dtype).copy()
+                    for (buf, _, count), off in zip(reads, offsets)]
 
     def free(self, buf: DeviceBuffer) -> None:
         self.own(buf, "free")

@@ -22,8 +22,9 @@ from ...emit import PtxModule
 from ...ir.diagnostics import VyreError
 from ...ir.nodes import BufferDecl, Program
 from ..config import DispatchConfig, Timing
-from ..hostio import (MAX_ELEMENTS, as_storage, check_out, check_repeat, check_workgroup, deliver, grid_basis, infer_grid,
-                      prepare)
+from ..hostio import (MAX_ELEMENTS, as_storage, check_out, check_config, check_workgroup, deliver, grid_basis, infer_grid,
+                      labelled, prepare)
+from . import nvtx
 from .device import Device, Occupancy
 from .launches import BoundLaunch, PendingDispatch
 from .memory import DeviceBuffer, Memory, Pinned, aligned
@@ -157,7 +158,7 @@ class CudaPipeline:
                  cfg: DispatchConfig) -> tuple[list[np.ndarray], dict[str, int], tuple[int, int, int], Layout]:
         if cfg is not self.config:
             check_workgroup(self.program, cfg)
-        check_repeat(cfg)
+        check_config(cfg)
         arrays, counts, grid = self._host_arrays(inputs, cfg)
         self.device.check_grid(self.program, grid)
         return arrays, counts, grid, self._layout(counts)
@@ -170,6 +171,18 @@ class CudaPipeline:
 
     def _dispatch(self, inputs: Sequence[Any] | Mapping[str, Any], cfg: DispatchConfig,
                   timed: bool, out: Sequence[np.ndarray] | None = None) -> tuple[list[np.ndarray], float]:
+        if cfg.label:
+            nvtx.push(cfg.label)
+        try:
+            return self._run(inputs, cfg, timed, out)
+        except VyreError as exc:
+            raise labelled(exc, cfg) from None
+        finally:
+            if cfg.label:
+                nvtx.pop()
+
+    def _run(self, inputs: Sequence[Any] | Mapping[str, Any], cfg: DispatchConfig,
+             timed: bool, out: Sequence[np.ndarray] | None) -> tuple[list[np.ndarray], float]:
         dev, mem = self.device, self.memory
         self.usable()
         arrays, counts, grid, layout = self._prepare(inputs, cfg)
@@ -182,8 +195,7 @@ class CudaPipeline:
                 dev.synchronize()
             else:
                 try:
-                    dev.wait(cfg.timeout, f"the dispatch of program {self.program.name!r}" +
-                             (f" ({cfg.label})" if cfg.label else ""))
+                    dev.wait(cfg.timeout, f"the dispatch of program {self.program.name!r}")
                 except VyreError:
                     # the kernel still owns the arena and the staging area: never hand them out again
                     self._lease.block = None
@@ -196,8 +208,11 @@ class CudaPipeline:
         """Start a dispatch and return at once; ``.result()`` waits and gives the outputs."""
         cfg = config or self.config
         dev, mem = self.device, self.memory
-        self.usable()
-        arrays, counts, grid, layout = self._prepare(inputs, cfg)
+        try:
+            self.usable()
+            arrays, counts, grid, layout = self._prepare(inputs, cfg)
+        except VyreError as exc:
+            raise labelled(exc, cfg) from None
         with dev.lock:
             arena = mem.take(layout.total)
             staging = mem.take_staging(layout.total)
