@@ -432,3 +432,17 @@ def test_compositions_with_typed_constants_and_steps_are_bit_identical():
     }""")
     a = from_bits(DataType.F32, random_bits(DataType.F32, 1 << 16, rng))
     _compare(program, cpu.dispatch(program, [a]), gpu.dispatch(program, [a]))
+
+
+def test_sm_75_code_runs_on_this_gpu_and_agrees_with_the_reference(tmp_path):
+    """VYRE_DECL_CUDA_TARGET=sm_75 emits what a Turing GPU gets (bf16 stores rounded by hand,
+    the f16/bf16 pack ops from their compositions) and runs it here: conformance of the convert
+    ops and of the narrow-type programs against the reference."""
+    env = dict(os.environ, VYRE_DECL_CUDA_TARGET="sm_75", PYTHONPATH=str(ROOT))
+    cert = tmp_path / "cert.json"
+    proc = subprocess.run([sys.executable, "-m", "vyre_decl.conform", "--backend", "cuda", "--ops", "primitive.convert.*",
+                           "--programs", str(ROOT / "corpus"), "--no-routines", "--cases", "4000", "--out", str(cert),
+                           "--quiet"], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    got = json.loads(cert.read_text())
+    assert "sm_75" in json.dumps(got["backend"]), got["backend"]

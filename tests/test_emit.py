@@ -19,7 +19,7 @@ from vyre_decl.registry import default_registry, load
 from vyre_decl.conform.oneop import one_op_program
 
 ROOT = Path(__file__).resolve().parent.parent
-TARGETS = ("sm_80", "sm_90")
+TARGETS = ("sm_75", "sm_80", "sm_90")
 REG = default_registry()
 CORPUS = load_corpus()
 
@@ -193,6 +193,7 @@ ptx = "add.u33 {out}, {a}, {b};"
         (13000, (10, 3), ("sm_101", "8.6")),
         (None, (8, 0), ("sm_80", "7.0")),
         (None, "sm_90a", ("sm_90", "7.8")),
+        (13000, (7, 5), ("sm_75", "7.0")),
     ],
 )
 def test_target_choice(driver, cc, want):
@@ -200,7 +201,7 @@ def test_target_choice(driver, cc, want):
     assert (t.name, t.version) == want
 
 
-@pytest.mark.parametrize("driver, cc, code", [(11070, (9, 0), "E004"), (12000, (12, 0), "E004"), (13000, (7, 5), "E002"),
+@pytest.mark.parametrize("driver, cc, code", [(11070, (9, 0), "E004"), (12000, (12, 0), "E004"), (13000, (7, 0), "E002"),
                                               (10020, (8, 0), "E001"), (None, "sm_x", "E003")])
 def test_target_choice_refuses_what_cannot_work(driver, cc, code):
     with pytest.raises(VyreError) as info:
@@ -222,3 +223,58 @@ def test_cli(ptxas, tmp_path):
     bad.write_text("program m workgroup(1, 1, 1) { let x = y }")
     proc = subprocess.run([sys.executable, "-m", "vyre_decl.emit", str(bad)], capture_output=True, text=True, env=env)
     assert proc.returncode == 1 and "V018" in proc.stderr
+
+
+def test_target_candidates_fall_back_to_older_targets_the_driver_loads():
+    from vyre_decl.emit.target import pick_target, probe_module, target_candidates
+
+    assert [t.name for t in target_candidates(13000, (9, 0))] == ["sm_90", "sm_89", "sm_87", "sm_86", "sm_80", "sm_75"]
+    # a driver too old for sm_89's PTX ISA 7.8: the best it loads is sm_87's 7.4
+    assert [str(t) for t in target_candidates(11070, (8, 9))][:2] == ["PTX 7.4 sm_87", "PTX 7.1 sm_86"]
+    tried = []
+    got = pick_target(13000, (9, 0), lambda t: tried.append(t.name) or t.sm <= 86)
+    assert got.name == "sm_86" and tried == ["sm_90", "sm_89", "sm_87", "sm_86"]
+    with pytest.raises(VyreError) as info:
+        pick_target(13000, (9, 0), lambda t: False)
+    assert info.value.codes == ["E004"] and "Fix:" in str(info.value)
+    assert ".target sm_75" in probe_module(target_candidates(None, (7, 5))[0])
+
+
+def test_below_sm_80_templates_that_need_it_give_way_to_compose(ptxas, tmp_path):
+    p = parse_program("""program m workgroup(32, 1, 1) {
+      buffer a: read f32[] @0
+      buffer o: write u32[len(a)] @1
+      buffer h: write bf16[len(a)] @2
+      let x = a[gid.x]
+      o[gid.x] = primitive.convert.pack_bf16x2(x, x) ^ primitive.convert.pack_f16x2(x, x)
+      h[gid.x] = x
+    }""")
+    new, old = emit(p, REG, "sm_80").text, emit(p, REG, "sm_75").text
+    assert "cvt.rn.bf16x2.f32" in new and "cvt.rn.f16x2.f32" in new and "cvt.rn.bf16.f32" in new
+    instructions = [ln for ln in old.splitlines() if not ln.strip().startswith("//")]
+    assert not [ln for ln in instructions if "bf16" in ln or "f16x2" in ln]  # none sm_75 lacks
+    assert "inline primitive.convert.pack_bf16x2" in old and "inline primitive.convert.pack_f16x2" in old
+    assemble(old, "sm_75", ptxas)
+    (tmp_path / "t.toml").write_text("""
+[dialect]
+name = "t"
+version = "1.0.0"
+[[op]]
+id = "t.pack"
+summary = "a template-only op that needs sm_80"
+signature = "(a: u32, b: u32) -> u32"
+reference = "add"
+temps = { t = "b32" }
+ptx = "cvt.rn.bf16x2.f32 {t}, {a}, {b}; add.u32 {out}, {a}, {b};"
+""")
+    reg = load([tmp_path], env=False)
+    assert reg.errors == ()
+    q = parse_program("""program q workgroup(32, 1, 1) {
+      buffer a: read u32[] @0
+      buffer o: write u32[len(a)] @1
+      o[gid.x] = t.pack(a[gid.x], 1u32)
+    }""")
+    assert "cvt.rn.bf16x2.f32" in emit(q, reg, "sm_80").text
+    with pytest.raises(VyreError) as info:
+        emit(q, reg, "sm_75")
+    assert info.value.codes == ["E005"] and "sm_80" in str(info.value) and "Fix:" in str(info.value)

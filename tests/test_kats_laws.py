@@ -82,3 +82,25 @@ def test_a_false_law_is_caught_with_a_counterexample():
     (r,) = check_laws(bogus, (DataType.U32,), _evaluate, witnesses(DataType.U32), REG)
     assert not r.holds and r.counterexample["equation"] == "f(a,b) = f(b,a)"
     assert "left" in r.counterexample and "right" in r.counterexample
+
+
+def test_f16_and_bf16_rounding_compositions_agree_with_numpy_on_a_million_patterns():
+    """The integer/f32 compositions of f16_bits and bf16_bits (what an sm_75 GPU runs) against
+    numpy's own conversions: every edge, and a million random bit patterns."""
+    rng = np.random.default_rng(7)
+    bits = np.concatenate([rng.integers(0, 2**32, 1 << 20, dtype=np.uint64).astype(np.uint32),
+                           np.array([0, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFFFFFFF, 0x7F7FFFFF,
+                                     0x477FEFFF, 0x477FF000, 0x38800000, 0x387FFFFF, 0x33000000, 0x33000001,
+                                     0x00000001, 0x7F7F8000, 0x7F7F7FFF], np.uint32)])
+    x = bits.view(np.float32)
+    nan = np.isnan(x)
+    with np.errstate(all="ignore"):
+        want_f16 = np.where(nan, 0x7FFF, x.astype(np.float16).view(np.uint16).astype(np.uint32))
+        # bf16: the top half rounded to nearest even, through float64 (exact) and a tie-aware split
+        top, low = bits >> 16, bits & 0xFFFF
+        up = (low > 0x8000) | ((low == 0x8000) & (top & 1 == 1))
+        want_bf16 = np.where(nan, 0x7FFF, (top + up) & 0xFFFF)
+        got_f16 = op_function(REG, REG.get("primitive.convert.f16_bits"), ())([x])
+        got_bf16 = op_function(REG, REG.get("primitive.convert.bf16_bits"), ())([x])
+    assert (got_f16 == want_f16).all(), bits[got_f16 != want_f16][:5]
+    assert (got_bf16 == want_bf16).all(), bits[got_bf16 != want_bf16][:5]

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Final
 
+from ..ir.diagnostics import VyreError
 from ..ir.nodes import (
     AXES,
     Access,
@@ -52,7 +53,7 @@ from ..ir.types import DataType
 from ..ir.validation import check
 from ..ir.walk import body_exprs, statements
 from ..registry import OpDef, Registry, default_registry
-from ..registry.templates import PTX_TYPE, immediate
+from ..registry.templates import NEEDS_SM, PTX_TYPE, immediate
 from .abi import PtxModule, kernel_abi, shared_words
 from .target import EMITTER_CONTRACT, Target, choose_target
 
@@ -63,6 +64,7 @@ _REG: Final = {t: (PTX_TYPE[t], prefix) for t, prefix in (
     (DataType.BOOL, "%p"), (DataType.U32, "%r"), (DataType.I32, "%s"), (DataType.U64, "%rd"),
     (DataType.I64, "%sd"), (DataType.F32, "%f"), (DataType.F64, "%fd"))}
 _B16: Final = ("b16", "%h")
+_BF16_CVT_SM: Final = dict(NEEDS_SM)[".bf16"]  # the first target with cvt.rn.bf16.f32
 _BITS: Final = {"b32": ("b32", "%b"), "b64": ("b64", "%bd")}  # untyped template temporaries
 # storage type -> ld/st instruction type for the value register
 _MEM_TYPE: Final = {
@@ -86,8 +88,8 @@ def _short(text: str) -> str:
 
 
 class _Emitter:
-    def __init__(self, program: Program, registry: Registry) -> None:
-        self.program, self.registry = program, registry
+    def __init__(self, program: Program, registry: Registry, target: Target) -> None:
+        self.program, self.registry, self.target = program, registry, target
         self.buffers = {b.name: b for b in program.buffers}
         self.lines: list[str] = []
         self.counts: dict[str, int] = defaultdict(int)
@@ -329,9 +331,15 @@ class _Emitter:
         attrs = {a.name: a.default for a in sig.attrs if a.default is not None}
         attrs.update({name: lit.bits for name, lit in e.attrs})
         attr_types = {a.name: a.dtype for a in sig.attrs}
-        if binding not in op.templates:  # a composite without its own template: inline compose
+        tmpl = op.templates.get(binding)
+        if tmpl is None or tmpl.min_sm > self.target.sm:  # inline compose: no template (for this target)
             comp = op.compose_for(binding)
-            assert comp is not None, f"{op.id} has neither a template nor a compose definition for {binding}"
+            if comp is None:
+                assert tmpl is not None, f"{op.id} has neither a template nor a compose definition for {binding}"
+                raise VyreError.one("E005", f"op {op.id} needs sm_{tmpl.min_sm} or newer (its PTX template uses an "
+                                    f"instruction {self.target.name} lacks) and has no compose definition to fall "
+                                    f"back on", f"program {self.program.name!r}",
+                                    f"run it on an sm_{tmpl.min_sm} GPU, or give the op a compose definition")
             key = (op.id, binding, tuple(sorted(attrs.items())), tuple(r for r, _, _ in args))
             outermost = self.inlined is None
             if outermost:
@@ -467,6 +475,20 @@ class _Emitter:
             w = self.reg(DataType.U32)
             self.emit(f"selp.u32 {w}, 1, 0, {val};")
             self.emit(f"@{p} st{space}.u32 [{a}], {w};")
+        elif st is DataType.BF16 and self.target.sm < _BF16_CVT_SM:
+            # no cvt to bf16 before sm_80: round the f32 bits to nearest even by hand, the same
+            # bits cvt.rn.bf16.f32 gives (a NaN becomes the canonical 0x7FFF)
+            w, t, r = self.reg(DataType.U32), self.reg(DataType.U32), self.reg(DataType.U32)
+            nan, h = self.reg(DataType.BOOL), self.reg(_B16)
+            self.emit(f"mov.b32 {w}, {val};")
+            self.emit(f"bfe.u32 {t}, {w}, 16, 1;")
+            self.emit(f"add.u32 {t}, {t}, 32767;")
+            self.emit(f"add.u32 {r}, {w}, {t};")
+            self.emit(f"shr.u32 {r}, {r}, 16;")
+            self.emit(f"setp.nan.f32 {nan}, {val}, {val};")
+            self.emit(f"selp.b32 {r}, 32767, {r}, {nan};")
+            self.emit(f"cvt.u16.u32 {h}, {r};")
+            self.emit(f"@{p} st{space}.b16 [{a}], {h};")
         elif st in (DataType.F16, DataType.BF16):
             h = self.reg(_B16)
             self.emit(f"cvt.rn.{st.value}.f32 {h}, {val};")
@@ -488,7 +510,7 @@ def emit(
     if not validated:
         check(program, reg)
     tgt = target if isinstance(target, Target) else choose_target(None, target)
-    em = _Emitter(program, reg)
+    em = _Emitter(program, reg, tgt)
     em.prologue()
     em.body(program.body, "body")
     abi = kernel_abi(program)

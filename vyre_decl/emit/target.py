@@ -10,23 +10,25 @@ CUDA_ERROR_UNSUPPORTED_PTX_VERSION at load time.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import Callable, Final
 
 from ..ir.diagnostics import VyreError
 
-__all__ = ["Target", "choose_target", "parse_target", "driver_max_ptx", "EMITTER_CONTRACT", "MIN_SM", "DEFAULT_TARGET"]
+__all__ = ["Target", "choose_target", "target_candidates", "pick_target", "probe_module", "parse_target", "driver_max_ptx", "EMITTER_CONTRACT", "MIN_SM", "DEFAULT_TARGET"]
 
 # Changes whenever a lowering rule changes (it is part of every PTX cache key).
 EMITTER_CONTRACT: Final = "vyre_decl.ptx/2"
 
-# Lowest compute capability we emit for: cvt.rn.bf16.f32 needs sm_80 (and CUDA 13's ptxas
-# no longer assembles for sm_70).
-MIN_SM: Final = 80
+# Lowest compute capability we emit for (CUDA 13's ptxas no longer assembles for sm_70). Below
+# sm_80, bf16 stores are rounded with integer instructions and op templates that need sm_80 give
+# way to the op's compose definition (see registry/templates.py NEEDS_SM).
+MIN_SM: Final = 75
 # Lowest PTX ISA version our own instructions need (cvt.rn.bf16.f32: PTX 7.0).
 MIN_FEATURE_ISA: Final = (7, 0)
 
 # compute capability -> (target name, first PTX ISA version that knows it)
 _SM_TABLE: Final = {
+    75: ("sm_75", (6, 3)),
     80: ("sm_80", (7, 0)),
     86: ("sm_86", (7, 1)),
     87: ("sm_87", (7, 4)),
@@ -83,7 +85,7 @@ def _isa_for(sm: int) -> tuple[int, int]:
     known = [k for k in _SM_TABLE if k <= sm]
     if sm < MIN_SM or not known:
         raise VyreError.one("E002", f"compute capability {sm // 10}.{sm % 10} is below the supported minimum "
-                            f"{MIN_SM // 10}.{MIN_SM % 10}", "target", "use an Ampere (sm_80) or newer GPU")
+                            f"{MIN_SM // 10}.{MIN_SM % 10}", "target", "use a Turing (sm_75) or newer GPU")
     return max(_SM_TABLE[max(known)][1], MIN_FEATURE_ISA)
 
 
@@ -121,3 +123,35 @@ def choose_target(driver_version: int | None = None, compute_capability: tuple[i
                 "update the NVIDIA driver",
             )
     return Target(known, isa)
+
+
+def target_candidates(driver_version: int | None, compute_capability: tuple[int, int]) -> list[Target]:
+    """Targets to try on a device, best first: ``choose_target``'s, then each older target we know
+    whose PTX ISA the driver accepts (PTX for an older target JIT-compiles on a newer GPU)."""
+    sm = compute_capability[0] * 10 + compute_capability[1]
+    _isa_for(sm)  # E002 below the minimum
+    limit = driver_max_ptx(driver_version) if driver_version is not None else None
+    out = []
+    for known in sorted((k for k in _SM_TABLE if k <= sm), reverse=True):
+        isa = max(_SM_TABLE[known][1], MIN_FEATURE_ISA)
+        if limit is None or isa <= limit:
+            out.append(Target(known, isa))
+    return out
+
+
+def pick_target(driver_version: int | None, compute_capability: tuple[int, int],
+                loads: Callable[[Target], bool]) -> Target:
+    """The first of ``target_candidates`` that ``loads`` (a test load of a tiny module on the
+    device) accepts; if none does, ``choose_target``'s error (or E004 when it had none)."""
+    for target in target_candidates(driver_version, compute_capability):
+        if loads(target):
+            return target
+    best = choose_target(driver_version, compute_capability)  # raises when the tables say why
+    raise VyreError.one("E004", f"the driver loads no PTX we can emit for compute capability "
+                        f"{compute_capability[0]}.{compute_capability[1]} (tried down from {best})", "driver",
+                        "update the NVIDIA driver")
+
+
+def probe_module(target: Target) -> str:
+    """The smallest module of ``target``: what a test load JIT-compiles."""
+    return f".version {target.version}\n.target {target.name}\n.address_size 64\n.visible .entry probe()\n{{\n  ret;\n}}\n"

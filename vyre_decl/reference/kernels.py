@@ -280,31 +280,6 @@ def fma(args: Sequence[np.ndarray], *, out: DataType, **_: object) -> np.ndarray
     return result
 
 
-def _f16_bits(x: np.ndarray) -> np.ndarray:
-    with np.errstate(all="ignore"):
-        bits = np.asarray(x, np.float32).astype(np.float16).view(np.uint16).astype(np.uint32)
-    return np.where(np.isnan(x), np.uint32(0x7FFF), bits)
-
-
-def _bf16_bits(x: np.ndarray) -> np.ndarray:
-    bits = np.asarray(x, np.float32).view(np.uint32)
-    with np.errstate(over="ignore"):
-        rounded = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
-    return np.where(np.isnan(x), np.uint32(0x7FFF), rounded)
-
-
-def pack_f16x2(args: Sequence[np.ndarray], **_: object) -> np.ndarray:
-    """lo and hi rounded to f16 (nearest even, subnormals kept, NaN -> 0x7FFF), lo | hi << 16."""
-    lo, hi = (np.asarray(a, np.float32) for a in args)
-    return (_f16_bits(lo) | (_f16_bits(hi) << np.uint32(16))).astype(np.uint32)
-
-
-def pack_bf16x2(args: Sequence[np.ndarray], **_: object) -> np.ndarray:
-    """lo and hi rounded to bf16 (nearest even, NaN -> 0x7FFF), lo | hi << 16."""
-    lo, hi = (np.asarray(a, np.float32) for a in args)
-    return (_bf16_bits(lo) | (_bf16_bits(hi) << np.uint32(16))).astype(np.uint32)
-
-
 KERNELS: Final[Mapping[str, Kernel]] = {
     "int_div": int_div,
     "int_mod": int_mod,
@@ -322,8 +297,6 @@ KERNELS: Final[Mapping[str, Kernel]] = {
     "bitcast": bitcast,
     "mulhi": mulhi,
     "fma": fma,
-    "pack_f16x2": pack_f16x2,
-    "pack_bf16x2": pack_bf16x2,
 }
 
 

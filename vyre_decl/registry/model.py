@@ -55,6 +55,7 @@ class Template:
     text: str
     lines: tuple[tuple[str, ...], ...]
     temps: tuple[tuple[str, DataType | str], ...]  # a value type, or an untyped register ("b32", "b64")
+    min_sm: int = 0  # the oldest compute capability whose PTX has every instruction (templates.NEEDS_SM)
 
     def fill(self, names: Mapping[str, str]) -> list[str]:
         out = []

@@ -41,5 +41,4 @@ REFERENCES: Final[Mapping[str, tuple[str, frozenset[str]]]] = {
     "bitcast": (KERNEL, _NUM),
     "mulhi": (KERNEL, _INT),
     "fma": (KERNEL, _FLOAT),
-    **dict.fromkeys(("pack_f16x2", "pack_bf16x2"), (KERNEL, _FLOAT)),
 }

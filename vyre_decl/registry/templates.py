@@ -37,6 +37,7 @@ __all__ = [
     "PTX_BITS",
     "TYPE_PROPERTIES",
     "ALLOWED_OPCODES",
+    "NEEDS_SM",
     "ParsedTemplate",
     "Template",
     "TemplateError",
@@ -98,6 +99,12 @@ _NAME: Final = r"[A-Za-z_][A-Za-z0-9_]*"
 _PLACEHOLDER_RE: Final = re.compile(r"\{(" + _NAME + r")(?:\.(" + _NAME + r"))?\}")
 _IMMEDIATE_RE: Final = re.compile(r"-?(?:0[xX][0-9a-fA-F]+U?|0[fF][0-9a-fA-F]{8}|0[dD][0-9a-fA-F]{16}|[0-9]+U?)\Z")
 _OPCODE_TEXT_RE: Final = re.compile(r"[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)*\Z")
+
+
+# Instructions newer than the oldest target we emit for (sm_75), by a fragment of the filled
+# opcode, with the compute capability that brought them (PTX ISA, "Target ISA notes"). On an
+# older target the emitter inlines the op's compose definition instead of such a template.
+NEEDS_SM: Final = ((".bf16", 80), (".f16x2.f32", 80))
 
 
 class TemplateError(ValueError):
@@ -346,6 +353,7 @@ def instantiate(parsed: ParsedTemplate, binding: Mapping[str, DataType],
     """The template for one binding: type placeholders replaced, operands left for the emitter.
     Raises TemplateError if a property has no value for a bound type (``{T.inf}`` of u32)."""
     lines = []
+    min_sm = 0
     for instr in parsed.instrs:
         parts: list[str] = [""]
 
@@ -367,6 +375,7 @@ def instantiate(parsed: ParsedTemplate, binding: Mapping[str, DataType],
         base = opcode.split(".", 1)[0].split("{", 1)[0]
         if base != "atom":  # the parser allowed atom only in atomic ops; check the rest once more as filled
             _check_opcode_name(base, f"the opcode {opcode!r} for {_show(binding)}", False)
+        min_sm = max([min_sm] + [sm for fragment, sm in NEEDS_SM if fragment in opcode])
         head, sep, tail = opcode.partition("{space}")
         literal(head)
         if sep:
@@ -389,7 +398,7 @@ def instantiate(parsed: ParsedTemplate, binding: Mapping[str, DataType],
         literal(";")
         lines.append(tuple(parts))
     used = {name for line in lines for name in line[1::2]}
-    return Template(parsed.text, tuple(lines), tuple((n, t) for n, t in temps.items() if n in used))
+    return Template(parsed.text, tuple(lines), tuple((n, t) for n, t in temps.items() if n in used), min_sm)
 
 
 def _show(binding: Mapping[str, DataType]) -> str:

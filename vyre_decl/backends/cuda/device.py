@@ -19,7 +19,8 @@ from typing import Any, Callable, NoReturn
 
 from ... import libcuda as cu
 from ...diskcache import cache_dir
-from ...emit import PtxModule, Target, choose_target
+from ...emit import PtxModule, Target
+from ...emit.target import parse_target, pick_target, probe_module
 from ...ir.diagnostics import Diagnostic, VyreError
 from ...ir.nodes import Program
 from ...settings import env_int
@@ -30,6 +31,7 @@ __all__ = ["Device", "DeviceInfo", "Occupancy", "CudaPoisoned", "COUNTERS", "pre
 COUNTERS = ("launches", "graph_launches", "bytes_h2d", "bytes_d2h", "syncs", "ptx_memory_hits", "ptx_disk_hits",
             "cubin_disk_hits", "module_hits", "jit_compiles", "jit_ms", "load_us", "allocations", "pool_hits",
             "pool_frees", "dispatches")
+TARGET_ENV = "VYRE_DECL_CUDA_TARGET"  # the newest PTX target to use (default: the device's own)
 _INVALID_CONTEXT = 201  # CUDA_ERROR_INVALID_CONTEXT: this thread has no current context yet
 
 
@@ -44,6 +46,23 @@ def cuda_available() -> bool:
     """Whether a CUDA driver and at least one device are present."""
     prepare_environment()
     return cu.available()
+
+
+def _loads_within(ceiling: str) -> Callable[[Target], bool]:
+    """The test load of a candidate target, refusing targets above ``ceiling`` (``sm_75``; empty:
+    none). A ceiling runs a newer GPU with an older target's PTX, e.g. to test sm_75 code paths."""
+    top = parse_target(ceiling) if ceiling.strip() else None
+    return lambda target: (top is None or target.sm <= top) and _loads(target)
+
+
+def _loads(target: Target) -> bool:
+    """Whether the driver JIT-compiles and loads a module of ``target`` (context current)."""
+    try:
+        module, _ = cu.load_module(probe_module(target).encode())
+    except cu.ModuleLoadError:
+        return False
+    cu.call("cuModuleUnload", module)
+    return True
 
 
 class CudaPoisoned(VyreError):
@@ -112,12 +131,16 @@ class Device:
         dev = c_int()
         cu.call("cuDeviceGet", byref(dev), ordinal)
         self._handle = dev.value
-        self.info = self._probe(ordinal)
         ctx = c_void_p()
         cu.call("cuDevicePrimaryCtxRetain", byref(ctx), self._handle)
         self._ctx = ctx
         cu.call("cuCtxSetCurrent", ctx)
         self._tls.current = True
+        try:
+            self.info = self._probe(ordinal)
+        except BaseException:
+            cu.call("cuDevicePrimaryCtxRelease_v2", self._handle)
+            raise
         stream = c_void_p()
         cu.call("cuStreamCreate", byref(stream), cu.CU_STREAM_NON_BLOCKING)
         self.stream = stream
@@ -216,7 +239,7 @@ class Device:
             (attr("max_grid_dim_x"), attr("max_grid_dim_y"), attr("max_grid_dim_z")),
             attr("max_shared_memory_per_block"), attr("max_threads_per_multiprocessor"), total.value,
             bool(attr("cooperative_launch")), driver,
-            choose_target(driver, cc),
+            pick_target(driver, cc, _loads_within(os.environ.get(TARGET_ENV, ""))),
         )
 
     def check_static(self, program: Program, module: PtxModule) -> None:
