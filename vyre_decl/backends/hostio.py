@@ -24,7 +24,7 @@ from ..ir.types import DataType
 from ..ir.walk import body_exprs
 from .config import DispatchConfig
 
-__all__ = ["Launch", "check_config", "labelled", "check_workgroup", "prepare", "infer_grid", "grid_basis", "host_output", "as_storage", "MAX_ELEMENTS",
+__all__ = ["Launch", "CallPlan", "check_config", "labelled", "check_workgroup", "prepare", "infer_grid", "grid_basis", "host_output", "as_storage", "MAX_ELEMENTS",
            "xyz", "check_ulp_budget", "check_capabilities", "check_out", "deliver"]
 
 MAX_ELEMENTS: Final = 2**32 - 1
@@ -97,8 +97,70 @@ def infer_grid(program: Program, counts: Mapping[str, int], workgroup: tuple[int
     return (-(-n // workgroup[0]), 1, 1)
 
 
-def prepare(program: Program, inputs: Sequence[Any] | Mapping[str, Any], config: DispatchConfig) -> Launch:
-    """Check ``inputs`` against the program and build the launch arguments."""
+class CallPlan:
+    """The calling convention of one program, worked out once: the inputs (storage dtype and fixed
+    count of each), the counts of the other buffers (static, or following another's ``len``) and
+    the buffers that size an inferred grid. ``prepare`` checks a dispatch with it, a backend's
+    steady state takes ``fast``, resident launches take ``counts`` over their buffers."""
+
+    __slots__ = ("program", "inputs", "specs", "static", "likes", "basis", "workgroup", "flat")
+
+    def __init__(self, program: Program) -> None:
+        self.program, self.inputs = program, program.inputs
+        self.specs = [(d.name, d.dtype.storage_dtype, d.count, d) for d in self.inputs]
+        self.static = {d.name: d.count for d in program.buffers if not d.is_input and d.count_like is None}
+        self.likes = [(d.name, d.count_like, d.is_input) for d in program.buffers if d.count_like is not None]
+        self.basis = grid_basis(program)
+        self.workgroup = program.workgroup_size
+        self.flat = program.workgroup_size[1:] == (1, 1)
+
+    def counts(self, given: Mapping[str, int], exact: bool = True) -> dict[str, int]:
+        """Every buffer's element count from the counts ``given`` for the inputs (or all bound
+        buffers). ``exact``: an input declared ``len(x)`` must have exactly that many (D003)."""
+        counts = dict(self.static)
+        counts.update(given)
+        for name, like, is_input in self.likes:
+            want = counts[like]
+            if exact and is_input and counts[name] != want:
+                raise _fail("D003", f"expected len({like}) = {want} elements, got {counts[name]}",
+                            f"buffer {name!r}", f"pass {want} elements")
+            counts[name] = want
+        return counts
+
+    def grid(self, counts: Mapping[str, int], workgroup: tuple[int, int, int] | None = None) -> tuple[int, int, int]:
+        """The inferred grid (``infer_grid``) for these counts."""
+        wg = workgroup or self.workgroup
+        if wg is self.workgroup and self.flat:
+            return (-(-max((counts[n] for n in self.basis), default=0) // wg[0]), 1, 1)
+        return infer_grid(self.program, counts, wg, self.basis)
+
+    def fast(self, inputs: Any, config: DispatchConfig) -> tuple[list[np.ndarray], dict[str, int], tuple[int, int, int]] | None:
+        """The steady state of a dispatch: positional numpy arrays of the right dtypes and sizes
+        and an inferred grid give (input arrays, counts, grid); anything else gives None, and the
+        caller takes ``prepare``, which checks everything and names what is wrong."""
+        if type(inputs) not in (list, tuple) or len(inputs) != len(self.specs) or config.grid is not None:
+            return None
+        arrays, given = [], {}
+        for (name, st, fixed, decl), a in zip(self.specs, inputs):
+            if type(a) is not np.ndarray or a.dtype is not st or not a.flags.c_contiguous:
+                a = as_storage(decl, a)
+            n = a.size
+            if (fixed and n != fixed) or n > MAX_ELEMENTS:
+                return None
+            given[name] = n
+            arrays.append(a)
+        for name, like, is_input in self.likes:
+            if is_input and given[name] != given[like]:
+                return None
+        counts = self.counts(given, exact=False)
+        return arrays, counts, self.grid(counts)
+
+
+def prepare(program: Program, inputs: Sequence[Any] | Mapping[str, Any], config: DispatchConfig,
+            plan: CallPlan | None = None) -> Launch:
+    """Check ``inputs`` against the program and build the launch arguments (with the program's
+    ``plan`` when the caller keeps one)."""
+    plan = plan or CallPlan(program)
     expected = program.inputs
     if isinstance(inputs, Mapping):
         unknown = [k for k in inputs if k not in {b.name for b in expected}]
@@ -117,7 +179,7 @@ def prepare(program: Program, inputs: Sequence[Any] | Mapping[str, Any], config:
             raise _fail("D001", f"expected {len(expected)} input(s) ({names}), got {len(values)}",
                         f"program {program.name!r}", "pass one array per input buffer, in declaration order")
     memory: dict[str, np.ndarray] = {}
-    counts: dict[str, int] = {}
+    given: dict[str, int] = {}
     for decl, value in zip(expected, values):
         arr = as_storage(decl, value)
         where = f"buffer {decl.name!r}"
@@ -129,18 +191,9 @@ def prepare(program: Program, inputs: Sequence[Any] | Mapping[str, Any], config:
         if decl.access is Access.READ_WRITE:
             arr = arr.copy()  # the caller's array is never modified
         memory[decl.name] = arr
-        counts[decl.name] = int(arr.size)
-    for decl in program.buffers:
-        if decl.count_like is not None:
-            want = counts[decl.count_like]
-            if decl.is_input and counts[decl.name] != want:
-                raise _fail("D003", f"expected len({decl.count_like}) = {want} elements, got {counts[decl.name]}",
-                            f"buffer {decl.name!r}", f"pass {want} elements")
-            counts[decl.name] = want
-        elif decl.access is Access.WORKGROUP:
-            counts[decl.name] = decl.count
-        elif decl.name not in counts:
-            counts[decl.name] = decl.count
+        given[decl.name] = int(arr.size)
+    counts = plan.counts(given)
+    for decl in program.outputs:
         if decl.is_output:
             memory[decl.name] = np.zeros(counts[decl.name], decl.dtype.storage_dtype)
     workgroup = config.workgroup or program.workgroup_size
@@ -152,7 +205,7 @@ def prepare(program: Program, inputs: Sequence[Any] | Mapping[str, Any], config:
         if len(grid) != 3 or any(not isinstance(v, int) or v < 0 for v in grid):
             raise _fail("D005", f"bad grid {config.grid!r}", "DispatchConfig.grid", "give three non-negative integers")
     else:
-        grid = infer_grid(program, counts, workgroup)
+        grid = plan.grid(counts, tuple(workgroup))  # type: ignore[arg-type]
     return Launch(memory, counts, grid, tuple(workgroup))  # type: ignore[arg-type]
 
 

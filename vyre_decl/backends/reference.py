@@ -16,7 +16,7 @@ from ..ir.validation import check
 from ..reference.interpreter import CompiledProgram, compile_program
 from ..registry import Registry, default_registry
 from .config import DEFAULT_CONFIG, DispatchConfig, Timing
-from .hostio import (check_capabilities, check_out, check_ulp_budget, check_workgroup, deliver, host_output, labelled,
+from .hostio import (CallPlan, check_capabilities, check_out, check_ulp_budget, check_workgroup, deliver, host_output, labelled,
                      prepare, xyz)
 
 __all__ = ["ReferenceBackend", "ReferencePipeline"]
@@ -31,6 +31,7 @@ class ReferencePipeline:
         self.compiled = compiled
         self.program = compiled.program
         self.config = config
+        self.plan = CallPlan(self.program)  # the calling convention, shared with the CUDA backend
 
     def dispatch(self, inputs: Sequence[Any] | Mapping[str, Any], config: DispatchConfig | None = None,
                  out: Sequence[np.ndarray] | None = None) -> list[np.ndarray]:
@@ -38,7 +39,7 @@ class ReferencePipeline:
         cfg = config or self.config
         try:
             check_workgroup(self.program, cfg)
-            launch = prepare(self.program, inputs, cfg)
+            launch = prepare(self.program, inputs, cfg, self.plan)
             into = check_out(self.program, launch.counts, out) if out is not None else None
             self.compiled.run(launch.memory, launch.counts, launch.grid, cfg.repeat, cfg.timeout)
         except VyreError as exc:

@@ -3,8 +3,10 @@ events, transfers on the stream and synchronisation.
 
 Every other room of the CUDA backend talks to the GPU through a ``Device``: it makes the context
 current on the calling thread (``alive``), turns a failed driver call into an error and poisons
-itself on a sticky one (``fail``), and counts what happened (``counters``). ``epoch`` goes up when
-a resident buffer is freed or the context is poisoned, so pre-bound launches know to re-check.
+itself on a sticky one (``fail``), and counts what happened (``counters``). When a resident buffer
+is freed, or the device is poisoned or closed, every watched object (pre-bound launches and
+graphs, ``watch``) is marked ``stale`` so that its next launch checks everything again: the steady
+state reads one flag.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import ctypes
 import os
 import threading
 import time
+import weakref
 from ctypes import byref, c_int, c_size_t, c_void_p
 from dataclasses import dataclass
 from typing import Any, Callable, NoReturn
@@ -115,7 +118,7 @@ class Device:
         self._tls = threading.local()
         self.poisoned: cu.CudaError | None = None
         self.closed = False
-        self.epoch = 0
+        self._watchers: weakref.WeakSet[Any] = weakref.WeakSet()
         self.counters: dict[str, int] = dict.fromkeys(COUNTERS, 0)
         try:
             cu.call("cuInit", 0)
@@ -175,7 +178,7 @@ class Device:
         err = cu.CudaError(call, code)
         if err.sticky:
             self.poisoned = err
-            self.epoch += 1
+            self.changed()
         raise err
 
     def checked(self, name: str, *args: Any) -> None:
@@ -191,7 +194,7 @@ class Device:
             if self.closed:
                 return
             self.closed = True
-            self.epoch += 1
+            self.changed()
             if self.poisoned is None:
                 try:
                     cu.call("cuCtxSetCurrent", self._ctx)
@@ -205,9 +208,17 @@ class Device:
                     pass
             cu.call("cuDevicePrimaryCtxRelease_v2", self._handle)
 
-    def buffers_changed(self) -> None:
-        """A resident buffer was freed: pre-bound launches must re-check theirs."""
-        self.epoch += 1
+    def watch(self, obj: Any) -> None:
+        """Mark ``obj`` (anything with a ``stale`` attribute) stale on every ``changed()``."""
+        with self.lock:
+            self._watchers.add(obj)
+
+    def changed(self) -> None:
+        """A resident buffer was freed, or the device poisoned or closed: watched launches and
+        graphs must check again before their next launch."""
+        with self.lock:
+            for obj in list(self._watchers):
+                obj.stale = True
 
     def relaunch(self, result: int, launch: Any, args: Any, call: str = "cuLaunchKernel") -> None:
         """A launch failed: if only because this thread had no current context, fix that and

@@ -54,7 +54,7 @@ class DispatchSequence:
         with dev.lock:
             dev.alive()
             for step in self.prefix + self.steps:  # re-check first if buffers were freed since binding
-                if step.epoch != dev.epoch:
+                if step.stale:
                     step.refresh()
             # capture on a private stream: launches other threads make meanwhile run, not get recorded
             stream = dev.capture_stream()
@@ -79,7 +79,8 @@ class CudaGraph:
                  steps: list[BoundLaunch], launches: int) -> None:
         self.device, self.memory = device, memory
         self.steps, self.launches = steps, launches  # the distinct bound launches; launches per replay
-        self._epoch = device.epoch
+        self.stale = False  # set by the device when a buffer is freed or the device poisoned/closed
+        device.watch(self)
         # a graph exec must not be launched from two threads at once (CUDA graph objects are not
         # internally synchronised). The launch keeps the GIL, which serialises it where there is
         # one (and is cheaper than a lock: replay stays near a raw cuGraphLaunch); a free-threaded
@@ -100,7 +101,7 @@ class CudaGraph:
     def replay(self) -> None:
         """Run the captured launches again (with the buffers they were captured with)."""
         dev = self.device
-        if self._epoch != dev.epoch:  # closed, poisoned or a buffer freed since: check first
+        if self.stale:  # closed, poisoned or a buffer freed since: check first
             self._recheck()
         if self._serial is None:
             result = self._launch(*self._args)
@@ -119,7 +120,7 @@ class CudaGraph:
         for step in self.steps:  # a freed buffer must be none of ours
             for buf in step.buffers:
                 self.memory.own(buf, "captured graph")
-        self._epoch = dev.epoch
+        self.stale = False
 
     def replay_and_read(self, ranges: Sequence[Any]) -> list[np.ndarray]:
         """Replay, then copy ``ranges`` back (each a buffer or ``(buffer, offset, count)``),
@@ -135,7 +136,7 @@ class CudaGraph:
         thread replays this graph (that is garbage collection's job: a dropped graph is closed)."""
         with self._lock:
             if self._finalizer.alive:
-                self._launch, self._epoch = _closed_launch, -1  # a replay racing close() raises C005
+                self._launch, self.stale = _closed_launch, True  # a replay racing close() raises C005
                 self._finalizer()
 
     def __enter__(self) -> CudaGraph:

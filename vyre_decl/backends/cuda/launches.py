@@ -12,7 +12,6 @@ import numpy as np
 from ... import libcuda as cu
 from ...ir.diagnostics import VyreError
 from ...ir.nodes import Access
-from ..hostio import infer_grid
 from .memory import DeviceBuffer, Pinned
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -24,8 +23,8 @@ __all__ = ["BoundLaunch", "PendingDispatch"]
 class BoundLaunch:
     """A launch over fixed resident buffers: calling it costs one cuLaunchKernel."""
 
-    __slots__ = ("pipeline", "device", "buffers", "items", "grid_arg", "grid", "epoch", "launcher", "values",
-                 "empty", "launch", "args")
+    __slots__ = ("pipeline", "device", "buffers", "items", "grid_arg", "grid", "stale", "launcher", "values",
+                 "empty", "launch", "args", "__weakref__")
 
     def __init__(self, pipeline: CudaPipeline, buffers: Sequence[DeviceBuffer] | Mapping[str, DeviceBuffer],
                  grid: tuple[int, int, int] | None) -> None:
@@ -44,23 +43,19 @@ class BoundLaunch:
                 raise VyreError.one("D001", f"expected {len(decls)} resident buffers "
                                     f"({', '.join(d.name for d in decls)}), got {len(items)}",
                                     f"program {program.name!r}", "pass one buffer per non-workgroup buffer")
-        counts: dict[str, int] = {}
+        given: dict[str, int] = {}
         for d, buf in zip(decls, items):
             mem.own(buf, d.name)
             if buf.dtype.storage_dtype != d.dtype.storage_dtype:
                 raise VyreError.one("D002", f"resident buffer holds {buf.dtype}, the program declares {d.dtype}",
                                     f"buffer {d.name!r}", f"allocate it as {d.dtype}")
-            counts[d.name] = d.count or buf.count  # the kernel sees the declared size, as on dispatch()
-        for d in program.buffers:
-            if d.count_like is not None:
-                counts[d.name] = counts[d.count_like]
-            counts.setdefault(d.name, d.count)
+            given[d.name] = d.count or buf.count  # the kernel sees the declared size, as on dispatch()
+        counts = pipeline.plan.counts(given, exact=False)
         for d, buf in zip(decls, items):  # never let a kernel index past a buffer's memory
             if buf.count < counts[d.name]:
                 raise VyreError.one("D003", f"resident buffer has {buf.count} elements, the program needs "
                                     f"{counts[d.name]}", f"buffer {d.name!r}", f"allocate at least {counts[d.name]} elements")
-        g = (int(grid[0]), int(grid[1]), int(grid[2])) if grid is not None else \
-            infer_grid(program, counts, program.workgroup_size, pipeline.grid_basis)
+        g = (int(grid[0]), int(grid[1]), int(grid[2])) if grid is not None else pipeline.plan.grid(counts)
         dev.check_grid(program, g)
         by_name = dict(zip((d.name for d in decls), items))
         self.pipeline, self.device = pipeline, dev
@@ -68,7 +63,8 @@ class BoundLaunch:
         # the argument as given (list, tuple or dict), to recognise the same buffers cheaply
         self.items = dict(buffers) if isinstance(buffers, Mapping) else list(items) if isinstance(buffers, list) else tuple(items)
         self.grid_arg, self.grid = grid, g
-        self.epoch = dev.epoch
+        self.stale = False  # set by the device when a buffer is freed or the device poisoned/closed
+        dev.watch(self)
         # a private launcher, so several bound launches of one pipeline can coexist (graphs)
         values: list[c_uint64 | c_uint32] = [c_uint64(by_name[d.name].ptr) for d in pipeline.abi_buffers]
         values += [c_uint32(counts[d.name]) for d in pipeline.abi_buffers]
@@ -87,7 +83,7 @@ class BoundLaunch:
 
     def __call__(self) -> None:
         dev = self.device
-        if self.epoch != dev.epoch:
+        if self.stale:
             dev.alive()
             self.refresh()
         # no lock: the arguments are this object's own, and cuLaunchKernel is thread-safe

@@ -340,7 +340,7 @@ class Memory:
         dev = self.device
         with dev.lock:
             buf.freed = True
-            dev.buffers_changed()
+            dev.changed()
             gone = self._live.pop(buf.ptr, None)
             if gone is not None:
                 gone.detach()

@@ -22,8 +22,7 @@ from ...emit import PtxModule
 from ...ir.diagnostics import VyreError
 from ...ir.nodes import BufferDecl, Program
 from ..config import DispatchConfig, Timing
-from ..hostio import (MAX_ELEMENTS, as_storage, check_out, check_config, check_workgroup, deliver, grid_basis, infer_grid,
-                      labelled, prepare)
+from ..hostio import CallPlan, check_config, check_out, check_workgroup, deliver, labelled, prepare
 from . import nvtx
 from .device import Device, Occupancy
 from .launches import BoundLaunch, PendingDispatch
@@ -74,11 +73,7 @@ class CudaPipeline:
         self._finalizer = weakref.finalize(self, _release_pipeline, memory, self._lease, release)
         self._finalizer.atexit = False
         self._bound: BoundLaunch | None = None
-        self.grid_basis = grid_basis(program)
-        # precomputed for the dispatch fast path
-        self._specs = [(d.name, d.dtype.storage_dtype, d.count, d) for d in self._inputs]
-        self._static = {d.name: d.count for d in program.buffers if not d.is_input and d.count_like is None}
-        self._likes = [(d.name, d.count_like, d.is_input) for d in program.buffers if d.count_like is not None]
+        self.plan = CallPlan(program)  # the calling convention, shared with the reference backend
         self._layouts: dict[tuple[int, ...], Layout] = {}
         self.resident_launches = 0  # counted here, not in the device's dict: it is the hot path
         self.closed = False
@@ -103,34 +98,6 @@ class CudaPipeline:
                                 "compile the program again (backend.compile)")
 
     # --- numpy in, numpy out
-    def _host_arrays(self, inputs: Sequence[Any] | Mapping[str, Any],
-                     cfg: DispatchConfig) -> tuple[list[np.ndarray], dict[str, int], tuple[int, int, int]]:
-        """Input arrays (in input order), every buffer's count, and the grid."""
-        if type(inputs) in (list, tuple) and len(inputs) == len(self._specs) and cfg.grid is None:
-            counts = dict(self._static)
-            arrays = []
-            ok = True
-            for (name, st, fixed, decl), a in zip(self._specs, inputs):
-                if type(a) is not np.ndarray or a.dtype is not st or not a.flags.c_contiguous:
-                    a = as_storage(decl, a)
-                n = a.size
-                if (fixed and n != fixed) or n > MAX_ELEMENTS:
-                    ok = False
-                    break
-                counts[name] = n
-                arrays.append(a)
-            for name, like, is_input in self._likes if ok else ():
-                if is_input and counts[name] != counts[like]:
-                    ok = False
-                counts[name] = counts[like]
-            if ok:
-                grid = (-(-max((counts[n] for n in self.grid_basis), default=0) // self.program.workgroup_size[0]), 1, 1) \
-                    if self.program.workgroup_size[1:] == (1, 1) else infer_grid(self.program, counts,
-                                                                                 self.program.workgroup_size)
-                return arrays, counts, grid
-        launch = prepare(self.program, inputs, cfg)  # the general path, with every check and error
-        return [launch.memory[d.name] for d in self._inputs], launch.counts, launch.grid
-
     def _layout(self, counts: Mapping[str, int]) -> Layout:
         key = tuple(counts[d.name] for d in self.abi_buffers)
         layout = self._layouts.get(key)
@@ -159,7 +126,11 @@ class CudaPipeline:
         if cfg is not self.config:
             check_workgroup(self.program, cfg)
         check_config(cfg)
-        arrays, counts, grid = self._host_arrays(inputs, cfg)
+        fast = self.plan.fast(inputs, cfg)
+        if fast is None:  # the general path, with every check and error
+            launch = prepare(self.program, inputs, cfg, self.plan)
+            fast = [launch.memory[d.name] for d in self._inputs], launch.counts, launch.grid
+        arrays, counts, grid = fast
         self.device.check_grid(self.program, grid)
         return arrays, counts, grid, self._layout(counts)
 
@@ -304,7 +275,7 @@ class CudaPipeline:
         """Launch over resident buffers, asynchronously (``backend.synchronize()`` waits). Buffers
         are not zero-filled: they hold what ``allocate``/``upload`` and earlier dispatches left."""
         b = self._bound
-        if b is None or b.epoch != self.device.epoch or b.grid_arg != grid or b.items != buffers:
+        if b is None or b.stale or b.grid_arg != grid or b.items != buffers:
             b = self._bound = BoundLaunch(self, buffers, grid)  # checks everything; raises if poisoned
         # steady state: the same buffers as last time, nothing freed, context healthy
         result = b.launch(*b.args)
