@@ -154,7 +154,7 @@ def test_batched_transfers_timed_resident_launches_and_device_choice():
 def test_occupancy_snapshots_and_the_pool_cap():
     from vyre_decl.backends.cuda import CudaBackend
 
-    with CudaBackend(pool_limit_mb=1) as be:
+    with CudaBackend(pool_limit_mb=1, pinned_limit_mb=1) as be:
         pipe = be.compile(VADD)
         occ = pipe.occupancy()
         assert occ.threads == 64 and occ.workgroups_per_sm > 0 and 0 < occ.occupancy <= 1 and occ.registers > 0
@@ -167,6 +167,14 @@ def test_occupancy_snapshots_and_the_pool_cap():
         assert after["pooled_bytes"] <= 1 << 20 and be.telemetry()["pool_frees"] >= 1
         cache = be.cache()
         assert cache["modules_loaded"] >= 1 and cache["pipelines"] >= 1 and "cubin" in cache["disk"]
+        # pinned staging: a small transfer's area stays, one past the 1 MB cap goes after the transfer
+        small = be.upload(np.arange(1000, dtype=np.uint32))
+        assert 0 < be.memory()["staging_bytes"] <= 1 << 20
+        large = be.upload(np.arange(1 << 20, dtype=np.uint32))  # 4 MB
+        assert be.memory()["staging_bytes"] == 0 and be.memory()["pinned_limit_bytes"] == 1 << 20
+        assert (be.download(large) == np.arange(1 << 20, dtype=np.uint32)).all() and be.memory()["staging_bytes"] == 0
+        np.testing.assert_array_equal(be.dispatch(VADD, [be.download(large)] * 2)[0], 2 * np.arange(1 << 20, dtype=np.uint32))
+        assert be.memory()["staging_bytes"] == 0 and be.download(small).tolist() == list(range(1000))
 
 
 def test_cuda_dispatch_into_caller_arrays_and_reused_async_staging():

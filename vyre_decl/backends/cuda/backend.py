@@ -47,17 +47,21 @@ class CudaBackend:
                               "async", "timed", "graphs", "exact_f32"})
 
     def __init__(self, device: int | None = None, registry: Registry | None = None,
-                 pool_limit_mb: int | None = None, kernel_cache: int | None = None) -> None:
+                 pool_limit_mb: int | None = None, kernel_cache: int | None = None,
+                 pinned_limit_mb: int | None = None) -> None:
         """A backend on GPU ``device`` (default: VYRE_DECL_CUDA_DEVICE, else 0). ``pool_limit_mb``
         caps the device memory kept pooled for reuse (default: VYRE_DECL_POOL_MB, else 1024);
+        ``pinned_limit_mb`` the page-locked staging kept between transfers (VYRE_DECL_PINNED_MB,
+        else 256: a larger transfer gets a staging area released after it);
         ``kernel_cache`` caps the PTX texts, loaded modules and pipelines kept in memory, each
         (default: VYRE_DECL_KERNEL_CACHE, else 256; least recently used go first)."""
         self._registry = registry
         pool_mb = env_int("VYRE_DECL_POOL_MB", 1024) if pool_limit_mb is None else max(pool_limit_mb, 0)
+        pinned_mb = env_int("VYRE_DECL_PINNED_MB", 256) if pinned_limit_mb is None else max(pinned_limit_mb, 0)
         self._cache_limit = max(env_int("VYRE_DECL_KERNEL_CACHE", 256) if kernel_cache is None else kernel_cache, 1)
         self._device = Device(device)
         self.device: DeviceInfo = self._device.info
-        self._memory = Memory(self._device, pool_mb << 20)
+        self._memory = Memory(self._device, pool_mb << 20, pinned_mb << 20)
         self._kernels = KernelCache(self._device, lambda: self.registry, self._cache_limit)
         self._pipelines: OrderedDict[tuple[str, str], CudaPipeline] = OrderedDict()
         self._pipeline_evictions = 0

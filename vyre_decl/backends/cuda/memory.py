@@ -128,16 +128,17 @@ class Pinned:
     def close(self) -> None:
         if self.ptr:
             cu.call("cuMemFreeHost", c_void_p(self.ptr))
-            self.ptr, self.size = 0, 0
+            self.ptr, self.size, self.view = 0, 0, np.zeros(0, np.uint8)
 
 
 class Memory:
     """Allocations and transfers of one device. Blocks are pooled in power-of-two buckets and
     reused instead of cuMemAlloc/cuMemFree."""
 
-    def __init__(self, device: Device, pool_limit: int = 1 << 30) -> None:
+    def __init__(self, device: Device, pool_limit: int = 1 << 30, pinned_limit: int = 256 << 20) -> None:
         self.device = device
         self.pool_limit = pool_limit  # bytes kept pooled at most; a block beyond it is freed
+        self.pinned_limit = pinned_limit  # bytes of page-locked staging kept between transfers
         self.staging = Pinned()
         self._free: dict[int, list[int]] = {}
         self._pooled = 0
@@ -153,11 +154,18 @@ class Memory:
         return staging
 
     def give_staging(self, staging: Pinned) -> None:
-        """Return an area from ``take_staging``; a few are kept, the rest released."""
-        if len(self._spare) < _SPARE_STAGING:
+        """Return an area from ``take_staging``; a few within the pinned limit are kept, the rest
+        released."""
+        if len(self._spare) < _SPARE_STAGING and staging.size <= self.pinned_limit:
             self._spare.append(staging)
         else:
             staging.close()
+
+    def done_with_staging(self) -> None:
+        """A synchronous transfer is over: a staging area grown past the pinned limit is released
+        (the next transfer allocates what it needs). Lock held."""
+        if self.staging.size > self.pinned_limit:
+            self.staging.close()
 
     def abandon_staging(self) -> None:
         """Queued work still writes into the staging area (a dispatch timed out): use a fresh
@@ -215,7 +223,8 @@ class Memory:
             "pool_limit_bytes": self.pool_limit,
             "live_buffers": sum(1 for x in live if x is not None),
             "live_bytes": sum(x[2][1] for x in live if x is not None),
-            "staging_bytes": self.staging.size, "device_free_bytes": free.value, "device_total_bytes": total.value,
+            "staging_bytes": self.staging.size + sum(p.size for p in self._spare),
+            "pinned_limit_bytes": self.pinned_limit, "device_free_bytes": free.value, "device_total_bytes": total.value,
         }
 
     # --- resident buffers
@@ -271,6 +280,7 @@ class Memory:
             ctypes.memmove(self.staging.ptr, arr.ctypes.data, arr.nbytes)
             dev.copy_in(buf.ptr + offset * buf.dtype.size, self.staging.ptr, arr.nbytes)
             dev.synchronize()  # the staging area is reused by the next transfer
+            self.done_with_staging()
 
     def upload_many(self, arrays: Any) -> list[DeviceBuffer]:
         """A new resident buffer for each array, all copied with one synchronisation."""
@@ -286,6 +296,7 @@ class Memory:
                     ctypes.memmove(self.staging.ptr + off, a.ctypes.data, a.nbytes)
                     dev.copy_in(buf.ptr, self.staging.ptr + off, a.nbytes)
             dev.synchronize()
+            self.done_with_staging()
         return bufs
 
     def download_many(self, bufs: Any) -> list[np.ndarray]:
@@ -332,8 +343,10 @@ class Memory:
                 if count:
                     dev.copy_out(self.staging.ptr + off, buf.ptr + offset * buf.dtype.size, count * buf.dtype.size)
             dev.synchronize()
-            return [self.staging.view[off: off + count * buf.dtype.size].view(buf.dtype.storage_dtype).copy()
-                    for (buf, _, count), off in zip(reads, offsets)]
+            out = [self.staging.view[off: off + count * buf.dtype.size].view(buf.dtype.storage_dtype).copy()
+                   for (buf, _, count), off in zip(reads, offsets)]
+            self.done_with_staging()
+            return out
 
     def free(self, buf: DeviceBuffer) -> None:
         self.own(buf, "free")

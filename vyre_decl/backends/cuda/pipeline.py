@@ -173,7 +173,9 @@ class CudaPipeline:
                     mem.abandon_staging()
                     raise
             device_s = dev.elapsed() if timed else 0.0
-            return self.collect(layout, mem.staging, into), device_s
+            outputs = self.collect(layout, mem.staging, into)
+            mem.done_with_staging()
+            return outputs, device_s
 
     def dispatch_async(self, inputs: Sequence[Any] | Mapping[str, Any], config: DispatchConfig | None = None) -> PendingDispatch:
         """Start a dispatch and return at once; ``.result()`` waits and gives the outputs."""
