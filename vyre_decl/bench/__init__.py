@@ -1,0 +1,8 @@
+"""The benchmark suite: ``python -m vyre_decl.bench`` measures each case beside its baseline in
+the same process on the machine it runs on, and prints one table (``--json FILE`` writes it).
+
+Rooms: ``core`` (rows, timing, the table), ``host`` (CPU cases: the reference backend, cold
+start), ``device`` (GPU cases: bandwidth against a hand-written v4 kernel and the copy engine,
+a fused chain against PyTorch, launch, replay and small-dispatch host costs), ``kernels`` (the
+programs and the hand-written PTX they are measured with).
+"""

@@ -1,0 +1,265 @@
+"""GPU cases: bandwidth of the emitted elementwise kernel against a hand-written v4 kernel, the
+copy engine, PyTorch and CuPy; the fused chain against PyTorch eager and ``torch.compile``; and
+the host cost of a resident launch, a graph replay and a small numpy dispatch against the raw
+driver calls. Every baseline runs in this process, on this GPU, in the same run."""
+
+from __future__ import annotations
+
+import ctypes
+import statistics
+from ctypes import byref, c_float, c_uint32, c_uint64, c_void_p
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import libcuda as cu
+from .core import Row, interleaved, skipped
+from .kernels import CHAIN_STEPS, TWO, add_program, chain_program, v4_add_ptx
+
+__all__ = ["gpu_rows", "EventTimer"]
+
+
+class EventTimer:
+    """Device time of work queued on one stream, from a pair of CUDA events (median of reps)."""
+
+    def __init__(self, stream: int) -> None:
+        self.stream = c_void_p(stream)
+        self.start, self.end = c_void_p(), c_void_p()
+        cu.call("cuEventCreate", byref(self.start), 0)
+        cu.call("cuEventCreate", byref(self.end), 0)
+
+    def median(self, work: Callable[[], Any], reps: int, warmup: int = 3) -> float:
+        for _ in range(warmup):
+            work()
+        out = []
+        for _ in range(reps):
+            cu.call("cuEventRecord", self.start, self.stream)
+            work()
+            cu.call("cuEventRecord", self.end, self.stream)
+            cu.call("cuEventSynchronize", self.end)
+            ms = c_float()
+            cu.call("cuEventElapsedTime", byref(ms), self.start, self.end)
+            out.append(ms.value / 1e3)
+        return statistics.median(out)
+
+
+def _torch() -> Any:
+    try:
+        import torch  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    return torch if torch.cuda.is_available() else None
+
+
+def _cupy() -> Any:
+    try:
+        import cupy  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    return cupy
+
+
+def _torch_seconds(torch: Any, work: Callable[[], Any], reps: int) -> float:
+    for _ in range(3):
+        work()
+    out = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        work()
+        b.record()
+        b.synchronize()
+        out.append(a.elapsed_time(b) / 1e3)
+    return statistics.median(out)
+
+
+def _cupy_seconds(cupy: Any, work: Callable[[], Any], reps: int) -> float:
+    for _ in range(3):
+        work()
+    out = []
+    for _ in range(reps):
+        a, b = cupy.cuda.Event(), cupy.cuda.Event()
+        a.record()
+        work()
+        b.record()
+        b.synchronize()
+        out.append(cupy.cuda.get_elapsed_time(a, b) / 1e3)
+    return statistics.median(out)
+
+
+def bandwidth_rows(be: Any, timer: EventTimer, dtype: str, log2n: int, reps: int) -> list[Row]:
+    """out = a + b over 2^log2n elements, resident: GB/s (bytes read + written) of ours, of the
+    v4 kernel, of cuMemcpyDtoD (read + written), of torch and CuPy."""
+    n = 1 << log2n
+    np_t = np.dtype(np.uint32 if dtype == "u32" else np.float32)
+    nbytes = 3 * n * 4
+    a, b, out = be.upload(np.arange(n, dtype=np_t)), be.upload(np.ones(n, np_t)), be.allocate(dtype, n)
+    pipe = be.compile(add_program(dtype))
+    ours = nbytes / timer.median(lambda: pipe.dispatch_resident([a, b, out]), reps) / 1e9
+    assert (be.download_range(out, n - 4, 4) == np.arange(n - 4, n, dtype=np_t) + np_t.type(1)).all()
+    target = be.device.target
+    module, _ = cu.load_module(v4_add_ptx(target.sm, target.version, dtype).encode())
+    fn = c_void_p()
+    cu.call("cuModuleGetFunction", byref(fn), module, b"v4add")
+    values: list[Any] = [c_uint64(a.ptr), c_uint64(b.ptr), c_uint64(out.ptr), c_uint32(n // 4)]
+    launcher = cu.Launcher(fn, values, (256, 1, 1))
+    launcher.set_grid((-(-(n // 4) // 256), 1, 1))
+    launcher.set_stream(c_void_p(be.stream_handle))
+    v4 = nbytes / timer.median(launcher, reps) / 1e9
+    copy = cu.function("cuMemcpyDtoDAsync_v2")
+    dtod = 2 * n * 4 / timer.median(lambda: copy(out.ptr, a.ptr, n * 4, c_void_p(be.stream_handle)), reps) / 1e9
+    case = f"add {dtype} 2^{log2n}, resident (GB/s)"
+    rows = [Row(case, ours, "hand-written ld/st.global.v4 PTX", v4, "GB/s", "higher", 0.97),
+            Row(case, ours, "cuMemcpyDtoD (read + written)", dtod, "GB/s", "higher")]
+    torch, cupy = _torch(), _cupy()
+    if torch is not None:
+        ta = torch.arange(n, device="cuda", dtype=torch.int32 if dtype == "u32" else torch.float32)
+        tb, tc = torch.ones_like(ta), torch.empty_like(ta)
+        t = _torch_seconds(torch, lambda: torch.add(ta, tb, out=tc), reps)
+        rows.append(Row(case, ours, f"torch {torch.__version__} add(out=)", nbytes / t / 1e9, "GB/s", "higher", 1.0))
+        del ta, tb, tc
+    else:
+        rows.append(skipped(case + " vs torch", "PyTorch with CUDA is not importable"))
+    if cupy is not None:
+        ca = cupy.arange(n, dtype=np_t)
+        cb, cc = cupy.ones_like(ca), cupy.empty_like(ca)
+        t = _cupy_seconds(cupy, lambda: cupy.add(ca, cb, out=cc), reps)
+        rows.append(Row(case, ours, f"CuPy {cupy.__version__} add(out=)", nbytes / t / 1e9, "GB/s", "higher"))
+        del ca, cb, cc
+    else:
+        rows.append(skipped(case + " vs CuPy", "CuPy is not importable"))
+    cu.call("cuModuleUnload", module)
+    for buf in (a, b, out):
+        be.free(buf)
+    return rows
+
+
+def chain_rows(be: Any, timer: EventTimer, log2n: int, reps: int, v4_gbs: float | None) -> list[Row]:
+    """The fused 8-step f32 chain: ms against torch eager (8 kernels) and torch.compile (fused)."""
+    n = 1 << log2n
+    x = np.linspace(-4, 4, n, dtype=np.float32)
+    a, out = be.upload(x), be.allocate("f32", n)
+    pipe = be.compile(chain_program())
+    ours = timer.median(lambda: pipe.dispatch_resident([a, out]), reps)
+    case = f"fused {len(CHAIN_STEPS)}-step f32 chain 2^{log2n} (ms)"
+    rows = []
+    if v4_gbs:
+        rows.append(Row(f"fused chain 2^{log2n}, share of the v4 roof (GB/s)", 2 * n * 4 / ours / 1e9,
+                        "v4 add bandwidth, this run", v4_gbs, "GB/s", "higher", 0.97))
+    torch = _torch()
+    if torch is None:
+        rows.append(skipped(case, "PyTorch with CUDA is not importable"))
+    else:
+        tx = torch.from_numpy(x).cuda()
+
+        def eager(v: Any) -> Any:
+            v = v * 1.5
+            v = v + 0.25
+            v = v * v
+            v = v - 3.0
+            v = v.abs()
+            v = v.sqrt()
+            v = v * 0.5
+            return v + 1.0
+
+        t_eager = _torch_seconds(torch, lambda: eager(tx), reps)
+        rows.append(Row(case, ours * 1e3, "torch eager", t_eager * 1e3, "ms", "lower", 1.0))
+        try:
+            compiled = torch.compile(eager)
+            compiled(tx)
+            t_comp = _torch_seconds(torch, lambda: compiled(tx), reps)
+            rows.append(Row(case, ours * 1e3, "torch.compile", t_comp * 1e3, "ms", "lower", 1.0))
+        except Exception as exc:  # noqa: BLE001 - an unusable compiler is a skip, with its reason
+            rows.append(skipped(case + " vs torch.compile", f"torch.compile failed: {type(exc).__name__}: {exc}"[:200]))
+    be.free(a)
+    be.free(out)
+    return rows
+
+
+def host_cost_rows(be: Any, batches: int, per_batch: int) -> list[Row]:
+    """Host time of a resident launch, a replay of a graph of 100 launches and a small numpy
+    dispatch, each against the raw driver calls doing the same work (ctypes, arguments packed
+    once); the raw call timed twice gives the noise floor."""
+    n = 1024
+    stream = c_void_p(be.stream_handle)
+    bufs = [be.upload(np.arange(n, dtype=np.uint32)) for _ in range(2)] + [be.allocate("u32", n)]
+    pipe = be.compile(TWO)
+    launch = cu.raw("cuLaunchKernel")
+    vals = [c_uint64(buf.ptr) for buf in bufs] + [c_uint32(buf.count) for buf in bufs]
+    params = (c_void_p * len(vals))(*[ctypes.cast(byref(v), c_void_p) for v in vals])
+    one, zero = ctypes.c_uint(1), ctypes.c_uint(0)
+    grid, block = ctypes.c_uint(n // 64), ctypes.c_uint(64)
+    raw_args = (pipe.function, grid, one, one, block, one, one, zero, stream, params, None)
+
+    def raw_launch() -> None:
+        if launch(*raw_args):
+            raise RuntimeError("launch failed")
+
+    r, o, again = interleaved([raw_launch, lambda: pipe.dispatch_resident(bufs), raw_launch], batches, per_batch,
+                              be.synchronize)
+    rows = [Row("dispatch_resident host cost (us)", o * 1e6, "raw ctypes cuLaunchKernel", r * 1e6, "us", "lower", 1.05,
+                note=f"raw vs raw {again / r:.3f}")]
+    graph = be.sequence([(pipe, bufs)] * 100).capture()
+    graph_launch = cu.raw("cuGraphLaunch")
+    raw3 = (c_void_p(graph.handle), stream)
+
+    def raw_replay() -> None:
+        if graph_launch(*raw3):
+            raise RuntimeError("graph launch failed")
+
+    r, o, again = interleaved([raw_replay, graph.replay, raw_replay], batches, max(10, per_batch // 10), be.synchronize)
+    rows.append(Row("graph of 100 dispatches, host per replay (us)", o * 1e6, "raw ctypes cuGraphLaunch", r * 1e6, "us",
+                    "lower", 1.05, note=f"raw vs raw {again / r:.3f}"))
+    graph.close()
+    a, b = np.arange(n, dtype=np.uint32), np.full(n, 7, np.uint32)
+    da, db, dout = (be.allocate("u32", n) for _ in range(3))
+    h2d, d2h = cu.function("cuMemcpyHtoD_v2"), cu.function("cuMemcpyDtoH_v2")
+    vals2 = [c_uint64(x.ptr) for x in (da, db, dout)] + [c_uint32(n)] * 3
+    params2 = (c_void_p * 6)(*[ctypes.cast(byref(v), c_void_p) for v in vals2])
+    raw2 = (pipe.function, grid, one, one, block, one, one, zero, stream, params2, None)
+
+    def raw_roundtrip() -> np.ndarray:
+        h2d(da.ptr, a.ctypes.data, 4 * n)
+        h2d(db.ptr, b.ctypes.data, 4 * n)
+        if launch(*raw2):
+            raise RuntimeError("launch failed")
+        res = np.empty(n, np.uint32)
+        d2h(res.ctypes.data, dout.ptr, 4 * n)
+        return res
+
+    assert (raw_roundtrip() == a + b).all() and (pipe.dispatch([a, b])[0] == a + b).all()
+    r, o, again = interleaved([raw_roundtrip, lambda: pipe.dispatch([a, b]), raw_roundtrip], batches,
+                              max(20, per_batch // 8))
+    rows.append(Row("numpy -> numpy dispatch, 2 x 4 KB in (us)", o * 1e6, "raw ctypes H2D+H2D+launch+D2H", r * 1e6,
+                    "us", "lower", 0.95, note=f"raw vs raw {again / r:.3f}"))
+    for buf in bufs + [da, db, dout]:
+        be.free(buf)
+    return rows
+
+
+def gpu_rows(quick: bool) -> tuple[list[Row], str]:
+    """Every GPU case (skipped with the reason where there is no GPU), and the device's name."""
+    from ..backends.cuda import CudaBackend, cuda_available
+
+    if not cuda_available():
+        why = "no CUDA GPU: libcuda.so.1 cannot be loaded or reports no device"
+        return [skipped(name, why) for name in ("bandwidth (add u32/f32, v4, DtoD, torch, CuPy)", "fused chain",
+                                                "launch, replay and small-dispatch host cost")], "none"
+    be = CudaBackend()
+    d = be.device
+    device = f"{d.name}, cc {d.compute_capability[0]}.{d.compute_capability[1]}, driver {d.driver_version}, {d.target}"
+    timer = EventTimer(be.stream_handle)
+    reps = 5 if quick else 30
+    sizes = (20,) if quick else (24, 26, 28)
+    rows: list[Row] = []
+    v4_26: float | None = None
+    for dtype in ("u32", "f32"):
+        for log2n in sizes:
+            got = bandwidth_rows(be, timer, dtype, log2n, reps)
+            rows += got
+            if dtype == "f32" and log2n == (20 if quick else 26):
+                v4_26 = got[0].baseline
+    rows += chain_rows(be, timer, 20 if quick else 26, reps, v4_26)
+    rows += host_cost_rows(be, 5 if quick else 31, 50 if quick else 400)
+    be.close()
+    return rows, device

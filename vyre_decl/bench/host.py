@@ -1,0 +1,77 @@
+"""CPU cases: the reference backend on a 1-D map against numpy, and cold start (a fresh process
+up to its first dispatch) against numpy's own import, in fresh subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from .core import Row, median_seconds, skipped
+from .kernels import TWO
+
+__all__ = ["reference_rows", "cold_start_rows"]
+
+_COLD = """
+import time
+t0 = time.perf_counter()
+import numpy as np
+t1 = time.perf_counter()
+import vyre_decl
+from vyre_decl.bench.kernels import TWO
+t2 = time.perf_counter()
+backend = vyre_decl.acquire({backend!r})
+t3 = time.perf_counter()
+a = np.arange(1024, dtype=np.uint32)
+out, = backend.dispatch(TWO, [a, a])
+t4 = time.perf_counter()
+assert (out == 2 * a).all()
+import json
+print(json.dumps({{"numpy": t1 - t0, "import": t2 - t1, "acquire": t3 - t2, "dispatch": t4 - t3}}))
+"""
+
+
+def reference_rows(log2n: int, repeats: int) -> list[Row]:
+    """out[i] = a[i] + b[i] over 2^log2n u32 through the reference backend, against numpy a + b."""
+    from ..backends.reference import ReferenceBackend
+
+    n = 1 << log2n
+    rng = np.random.default_rng(0)
+    a, b = rng.integers(0, 2**32, n, dtype=np.uint32), rng.integers(0, 2**32, n, dtype=np.uint32)
+    pipe = ReferenceBackend().compile(TWO)
+    assert (pipe.dispatch([a, b])[0] == a + b).all()
+    ours = median_seconds(lambda: pipe.dispatch([a, b]), repeats)
+    base = median_seconds(lambda: np.add(a, b), repeats)
+    return [Row(f"reference backend, 1-D map 2^{log2n} u32 (ms)", ours * 1e3, "numpy a + b", base * 1e3, "ms", "lower", 4.0)]
+
+
+def cold_start_rows(runs: int, backend: str) -> list[Row]:
+    """A fresh process: import vyre_decl, acquire ``backend``, first dispatch of a small program
+    (its kernel cached by a first run); the time beyond numpy's import, and for CUDA without
+    creating the context (acquire). Median of ``runs`` processes."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[2]),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    code = _COLD.format(backend=backend)
+
+    def once() -> dict[str, float]:
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+        if proc.returncode:
+            raise RuntimeError(proc.stderr[-2000:])
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    try:
+        once()  # fills the kernel and registry caches
+        got = [once() for _ in range(runs)]
+    except RuntimeError as exc:
+        return [skipped(f"cold start ({backend})", str(exc).strip().splitlines()[-1][:200])]
+    med = {k: statistics.median(g[k] for g in got) * 1e3 for k in got[0]}
+    beyond = med["import"] + med["dispatch"] + (0.0 if backend == "cuda" else med["acquire"])
+    what = "import + first dispatch" + (", context creation left out" if backend == "cuda" else " + acquire")
+    return [Row(f"cold start, {backend}: {what}, beyond numpy (ms)", beyond, "import numpy", med["numpy"], "ms",
+                "lower", limit=20.0, note=f"import {med['import']:.1f}, acquire {med['acquire']:.1f}, "
+                                         f"first dispatch {med['dispatch']:.1f} ms; median of {runs}")]
