@@ -6,6 +6,8 @@ driver calls. Every baseline runs in this process, on this GPU, in the same run.
 from __future__ import annotations
 
 import ctypes
+import gc
+import os
 import statistics
 from ctypes import byref, c_float, c_uint32, c_uint64, c_void_p
 from typing import Any, Callable
@@ -238,6 +240,23 @@ def host_cost_rows(be: Any, batches: int, per_batch: int) -> list[Row]:
     return rows
 
 
+def quiet(work: Callable[[], list[Row]]) -> list[Row]:
+    """Run host-time measurements on one core with the garbage collector off (no migrations or
+    collections inside a timed batch), then restore both."""
+    cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    collecting = gc.isenabled()
+    try:
+        if cores:
+            os.sched_setaffinity(0, {min(cores)})
+        gc.disable()
+        return work()
+    finally:
+        if collecting:
+            gc.enable()
+        if cores:
+            os.sched_setaffinity(0, cores)
+
+
 def gpu_rows(quick: bool) -> tuple[list[Row], str]:
     """Every GPU case (skipped with the reason where there is no GPU), and the device's name."""
     from ..backends.cuda import CudaBackend, cuda_available
@@ -261,6 +280,6 @@ def gpu_rows(quick: bool) -> tuple[list[Row], str]:
             if dtype == "f32" and log2n == (20 if quick else 26):
                 v4_26 = got[0].baseline
     rows += chain_rows(be, timer, 20 if quick else 26, reps, v4_26)
-    rows += host_cost_rows(be, 5 if quick else 31, 50 if quick else 400)
+    rows += quiet(lambda: host_cost_rows(be, 5 if quick else 31, 50 if quick else 400))
     be.close()
     return rows, device
