@@ -87,7 +87,7 @@ MAP = parse_program("""program vadd workgroup(64, 1, 1) {
 
 def test_map_kernel_is_straight_line_after_the_bounds_check():
     text = emit(MAP, REG).text
-    body = text.split("{", 1)[1]
+    body = text.split("{", 1)[1].split("\n}\n", 1)[0]  # the scalar entry
     guard = re.search(r"@!%p\d+ bra (\$L\w+);", body)
     assert guard, body
     after = body[guard.end(): body.index(guard.group(1) + ":")]
@@ -95,6 +95,40 @@ def test_map_kernel_is_straight_line_after_the_bounds_check():
     assert after.count("ld.global") == 2 and after.count("st.global") == 1
     assert len(re.findall(r"\bld\.", after)) == 2  # no extra loads (parameters are loaded once, up front)
     assert body.count("ld.param") == 6  # three pointers, three lengths
+
+
+def test_map_shaped_programs_get_a_vectorised_entry_and_others_do_not():
+    from vyre_decl.emit.vector import map_shape
+
+    m = emit(MAP, REG)
+    assert m.vector_entry == "vyre_vadd_v4" and f".visible .entry {m.vector_entry}(" in m.text
+    vector = m.text.split(f".entry {m.vector_entry}(", 1)[1]
+    fast = vector.split("bra $L_exit;", 1)[0]
+    assert fast.count("ld.global.nc.v4.u32") == 2 and fast.count("st.global.v4.u32") == 1  # a, b in; out
+    assert "and.b64" in fast and ", 15;" in fast  # 16-byte alignment is checked, with the lengths
+    assert "_scalar:" in vector and vector.count("ld.global.nc.u32") + vector.count("ld.global.u32") >= 8
+    shape = map_shape(MAP)
+    assert shape is not None and shape.loaded == ("a", "b") and shape.stored == ("out",) and "i" in shape.index_names
+    not_maps = {
+        "neighbour store": "out[i + 1u32] = a[i]",
+        "reads what it writes elsewhere": "out[i] = out[i + 1u32]",
+        "local id": "out[i] = a[lid.x]",
+        "64-bit elements": None,
+    }
+    for what, stmt in not_maps.items():
+        src = f"""program p workgroup(64, 1, 1) {{
+          buffer a: read u32[] @0
+          buffer out: read_write u32[len(a)] @1
+          let i = gid.x
+          {stmt}
+        }}""" if stmt else """program p workgroup(64, 1, 1) {
+          buffer a: read u64[] @0
+          buffer out: write u64[len(a)] @1
+          let i = gid.x
+          out[i] = a[i]
+        }"""
+        assert map_shape(parse_program(src)) is None, what
+        assert emit(parse_program(src), REG).vector_entry is None, what
 
 
 def test_abi_and_header():

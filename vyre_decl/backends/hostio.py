@@ -127,11 +127,13 @@ class CallPlan:
             counts[name] = want
         return counts
 
-    def grid(self, counts: Mapping[str, int], workgroup: tuple[int, int, int] | None = None) -> tuple[int, int, int]:
-        """The inferred grid (``infer_grid``) for these counts."""
+    def grid(self, counts: Mapping[str, int], workgroup: tuple[int, int, int] | None = None,
+             lanes: int = 1) -> tuple[int, int, int]:
+        """The inferred grid (``infer_grid``) for these counts; ``lanes``: elements per invocation
+        of a vectorised entry (its grid is that much smaller)."""
         wg = workgroup or self.workgroup
         if wg is self.workgroup and self.flat:
-            return (-(-max((counts[n] for n in self.basis), default=0) // wg[0]), 1, 1)
+            return (-(-max((counts[n] for n in self.basis), default=0) // (wg[0] * lanes)), 1, 1)
         return infer_grid(self.program, counts, wg, self.basis)
 
     def fast(self, inputs: Any, config: DispatchConfig) -> tuple[list[np.ndarray], dict[str, int], tuple[int, int, int]] | None:

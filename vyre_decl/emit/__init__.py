@@ -1,7 +1,8 @@
 """The PTX emitter: Program -> PTX text from the op templates; target choice; ptxas checks."""
 
 from .abi import AbiParam, KernelABI, PtxModule, kernel_abi
-from .ptx import emit, immediate
+from .module import emit, vector_entry
+from .ptx import immediate
 from .ptxas import assemble, explain, find_ptxas
 from .target import DEFAULT_TARGET, EMITTER_CONTRACT, Target, choose_target, driver_max_ptx, parse_target
 
@@ -21,4 +22,5 @@ __all__ = [
     "immediate",
     "kernel_abi",
     "parse_target",
+    "vector_entry",
 ]

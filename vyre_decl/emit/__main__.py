@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..ir.diagnostics import VyreError
 from ..ir.text import parse_program
-from .ptx import emit
+from .module import emit
 from .ptxas import assemble
 from .target import DEFAULT_TARGET, choose_target
 

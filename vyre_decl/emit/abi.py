@@ -10,6 +10,11 @@ Kernel ABI (what the CUDA backend packs, in this order, all by value):
 
 There is no parameter buffer in device memory and no implicit guard: every invocation of the
 grid runs the body, exactly as on the reference backend.
+
+A map-shaped program's module has a second entry, ``<entry>_v4`` (``PtxModule.vector_entry``),
+with the same parameters, in which each invocation handles ``VECTOR_LANES`` consecutive
+elements: launched with a grid of ``ceil(n / (VECTOR_LANES * workgroup))`` it computes what the
+scalar entry computes with ``ceil(n / workgroup)`` (see ``vector.py``).
 """
 
 from __future__ import annotations
@@ -19,7 +24,9 @@ from dataclasses import dataclass
 from ..ir.nodes import Access, BufferDecl, Program
 from .target import Target
 
-__all__ = ["AbiParam", "KernelABI", "PtxModule", "kernel_abi", "shared_words"]
+__all__ = ["AbiParam", "KernelABI", "PtxModule", "kernel_abi", "shared_words", "VECTOR_LANES"]
+
+VECTOR_LANES = 4  # elements per invocation of a vectorised entry (one 128-bit access of 32-bit elements)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +50,7 @@ class PtxModule:
     target: Target
     contract: str
     program_hash: str
+    vector_entry: str | None = None  # the vectorised entry of a map-shaped program
 
     @property
     def entry(self) -> str:

@@ -4,7 +4,8 @@ The emitter knows structure only — registers, memory, control flow and the ker
 computation is an op whose PTX comes from its template in ``ops/*.toml`` (composite ops without
 a template for a binding are inlined from their ``compose`` expression).
 
-The kernel's calling convention and the module record are in ``abi.py``.
+The kernel's calling convention and the module record are in ``abi.py``; ``module.py`` assembles
+a module from this emitter's entry (and ``vector.py``'s vectorised one).
 
 Templates arrive parsed and instantiated for their binding (``registry/templates.py``); the
 emitter only names the registers and immediates of their operands. The result (``{out}``, or
@@ -50,14 +51,13 @@ from ..ir.nodes import (
 )
 from ..ir.text import print_expr
 from ..ir.types import DataType
-from ..ir.validation import check
 from ..ir.walk import body_exprs, statements
-from ..registry import OpDef, Registry, default_registry
+from ..registry import OpDef, Registry
 from ..registry.templates import NEEDS_SM, PTX_TYPE, immediate
-from .abi import PtxModule, kernel_abi, shared_words
-from .target import EMITTER_CONTRACT, Target, choose_target
+from .abi import kernel_abi, shared_words
+from .target import Target
 
-__all__ = ["emit"]
+__all__: list[str] = []  # the emitter class is used by emit/module.py and emit/vector.py
 
 # value type -> (PTX register type, register prefix)
 _REG: Final = {t: (PTX_TYPE[t], prefix) for t, prefix in (
@@ -99,6 +99,7 @@ class _Emitter:
         self.base: dict[str, str] = {}  # buffer -> register holding its address
         self.length: dict[str, str] = {}  # buffer -> register holding its element count
         self.ids: dict[tuple[IdKind, int], str] = {}
+        self.exit_label = "$L_exit"  # where ``return`` goes (an entry handling several elements moves it)
         # value numbering while one outermost composite call is inlined (straight-line code whose
         # registers are written once): a literal, select or op call repeated on the same registers
         # reuses the first result (e.g. an argument reduction shared by several parts of a result)
@@ -453,7 +454,7 @@ class _Emitter:
             self.place(done)
         elif isinstance(n, Return):
             self.comment(f"{path}: return")
-            self.emit("bra $L_exit;")
+            self.emit(f"bra {self.exit_label};")
         elif isinstance(n, Barrier):
             self.comment(f"{path}: barrier")
             self.emit("bar.sync 0;")
@@ -496,44 +497,3 @@ class _Emitter:
         else:
             self.emit(f"@{p} st{space}.{_MEM_TYPE[st]} [{a}], {val};")
 
-
-def emit(
-    program: Program,
-    registry: Registry | None = None,
-    target: Target | str | None = None,
-    *,
-    validated: bool = False,
-) -> PtxModule:
-    """PTX for ``program``. ``target`` is a Target, ``"sm_90"``-style text or None (sm_90);
-    the program is validated first unless ``validated`` says it already was."""
-    reg = registry or default_registry()
-    if not validated:
-        check(program, reg)
-    tgt = target if isinstance(target, Target) else choose_target(None, target)
-    em = _Emitter(program, reg, tgt)
-    em.prologue()
-    em.body(program.body, "body")
-    abi = kernel_abi(program)
-    params = abi.params
-    shared = [b for b in program.buffers if b.access is Access.WORKGROUP]
-    entry = abi.entry
-    h = program.content_hash()
-    out = [
-        f"// vyre_decl {EMITTER_CONTRACT}: program {program.name} {h[:16]}",
-        f".version {tgt.version}",
-        f".target {tgt.name}",
-        ".address_size 64",
-        "",
-        f".visible .entry {entry}(",
-        ",\n".join(f"\t.param .{'u64' if p.kind == 'ptr' else 'u32'} {p.name}" for p in params),
-        ")",
-        "{",
-        *em.declarations(),
-        *(f"\t.shared .align 16 .b8 wg_{b.name}[{shared_words(b) * 4}];" for b in shared),
-        *em.lines,
-        "$L_exit:",
-        "\tret;",
-        "}",
-        "",
-    ]
-    return PtxModule("\n".join(out), abi, tgt, EMITTER_CONTRACT, h)

@@ -156,7 +156,7 @@ class CudaBackend:
                                     f"program {program.name!r}", "use a smaller workgroup size")
             try:
                 pipeline = CudaPipeline(dev, self._memory, program, module, loaded.function, cfg,
-                                        functools.partial(self._kernels.release, key))
+                                        functools.partial(self._kernels.release, key), loaded.vector_function)
             except BaseException:
                 self._kernels.release(key)
                 raise

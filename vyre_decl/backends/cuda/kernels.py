@@ -23,7 +23,7 @@ from typing import Any, Callable
 from ... import libcuda as cu
 from ..._version import __version__
 from ...diskcache import DiskCache, cache_dir
-from ...emit import EMITTER_CONTRACT, PtxModule, emit, explain, kernel_abi
+from ...emit import EMITTER_CONTRACT, PtxModule, emit, explain, kernel_abi, vector_entry
 from ...ir.diagnostics import Diagnostic, VyreError
 from ...ir.nodes import Program
 from ...ir.validation import check
@@ -43,6 +43,7 @@ class LoadedKernel:
     module: c_void_p
     function: c_void_p
     max_threads: int
+    vector_function: c_void_p | None = None  # the vectorised entry of a map-shaped program
 
 
 class KernelCache:
@@ -76,7 +77,8 @@ class KernelCache:
         text = self._ptx_disk.get(key)
         if text is not None:
             counters["ptx_disk_hits"] += 1
-            module = PtxModule(text.decode(), kernel_abi(program), target, EMITTER_CONTRACT, program.content_hash())
+            module = PtxModule(text.decode(), kernel_abi(program), target, EMITTER_CONTRACT, program.content_hash(),
+                               vector_entry(program))
         else:
             module = emit(program, reg, target, validated=True)
             self._ptx_disk.put(key, module.text.encode())
@@ -170,5 +172,11 @@ class KernelCache:
         cu.call("cuModuleGetFunction", byref(fn), mod, module.entry.encode())
         limit = c_int()
         cu.call("cuFuncGetAttribute", byref(limit), _MAX_THREADS_PER_BLOCK, fn)
+        vector = None
+        if module.vector_entry is not None:
+            vector = c_void_p()
+            cu.call("cuModuleGetFunction", byref(vector), mod, module.vector_entry.encode())
+            cu.call("cuFuncGetAttribute", byref(limit2 := c_int()), _MAX_THREADS_PER_BLOCK, vector)
+            limit = c_int(min(limit.value, limit2.value))
         self.device.counters["load_us"] += int((time.perf_counter() - t0) * 1e6)
-        return LoadedKernel(mod, fn, limit.value)
+        return LoadedKernel(mod, fn, limit.value, vector)

@@ -11,6 +11,7 @@ import numpy as np
 
 from ... import libcuda as cu
 from ...ir.diagnostics import VyreError
+from ...emit.abi import VECTOR_LANES
 from ...ir.nodes import Access
 from .memory import DeviceBuffer, Pinned
 
@@ -55,7 +56,13 @@ class BoundLaunch:
             if buf.count < counts[d.name]:
                 raise VyreError.one("D003", f"resident buffer has {buf.count} elements, the program needs "
                                     f"{counts[d.name]}", f"buffer {d.name!r}", f"allocate at least {counts[d.name]} elements")
-        g = (int(grid[0]), int(grid[1]), int(grid[2])) if grid is not None else pipeline.plan.grid(counts)
+        function = pipeline.function
+        if grid is not None:
+            g = (int(grid[0]), int(grid[1]), int(grid[2]))
+        elif pipeline.vector_function is not None:  # an inferred grid: the vectorised entry
+            function, g = pipeline.vector_function, pipeline.plan.grid(counts, lanes=VECTOR_LANES)
+        else:
+            g = pipeline.plan.grid(counts)
         dev.check_grid(program, g)
         by_name = dict(zip((d.name for d in decls), items))
         self.pipeline, self.device = pipeline, dev
@@ -69,7 +76,7 @@ class BoundLaunch:
         values: list[c_uint64 | c_uint32] = [c_uint64(by_name[d.name].ptr) for d in pipeline.abi_buffers]
         values += [c_uint32(counts[d.name]) for d in pipeline.abi_buffers]
         self.values = values
-        self.launcher = cu.Launcher(pipeline.function, values, program.workgroup_size)
+        self.launcher = cu.Launcher(function, values, program.workgroup_size)
         self.launcher.set_grid(g)
         self.launcher.set_stream(dev.stream)
         self.empty = 0 in g

@@ -19,6 +19,7 @@ import numpy as np
 
 from ... import libcuda as cu
 from ...emit import PtxModule
+from ...emit.abi import VECTOR_LANES
 from ...ir.diagnostics import VyreError
 from ...ir.nodes import BufferDecl, Program
 from ..config import DispatchConfig, Timing
@@ -50,12 +51,15 @@ class CudaPipeline:
     """A program compiled for the GPU: a loaded kernel and its pre-built launch arguments."""
 
     def __init__(self, device: Device, memory: Memory, program: Program, module: PtxModule, function: c_void_p,
-                 config: DispatchConfig, release: Callable[[], None] = lambda: None) -> None:
+                 config: DispatchConfig, release: Callable[[], None] = lambda: None,
+                 vector_function: c_void_p | None = None) -> None:
         """``release`` is called once this pipeline is garbage: its module may be unloaded then
-        (not at ``close()``, since graphs captured from it keep launching its function)."""
+        (not at ``close()``, since graphs captured from it keep launching its function).
+        ``vector_function``: the vectorised entry of a map-shaped program, launched (on a grid
+        VECTOR_LANES times smaller) whenever the grid is inferred."""
         self.device, self.memory = device, memory
         self.program, self.ptx, self.config = program, module, config
-        self.function = function
+        self.function, self.vector_function = function, vector_function
         by_name = {b.name: b for b in program.buffers}
         abi_names = [p.buffer for p in module.abi.params if p.kind == "ptr"]
         self.abi_buffers: list[BufferDecl] = [by_name[n] for n in abi_names]
@@ -67,6 +71,11 @@ class CudaPipeline:
         self._len_values = [c_uint32(0) for _ in abi_names]
         self.launcher = cu.Launcher(function, self._ptr_values + self._len_values, program.workgroup_size)
         self.launcher.set_stream(device.stream)
+        self.vector_launcher: cu.Launcher | None = None
+        if vector_function is not None:  # the same argument slots, the other entry
+            self.vector_launcher = cu.Launcher(vector_function, self._ptr_values + self._len_values,
+                                               program.workgroup_size)
+            self.vector_launcher.set_stream(device.stream)
         self._inputs = program.inputs
         self._outputs = program.outputs
         self._lease = _Lease()  # the device arena of numpy dispatches, grown on demand
@@ -121,8 +130,8 @@ class CudaPipeline:
             self._layouts[key] = layout
         return layout
 
-    def _prepare(self, inputs: Sequence[Any] | Mapping[str, Any],
-                 cfg: DispatchConfig) -> tuple[list[np.ndarray], dict[str, int], tuple[int, int, int], Layout]:
+    def _prepare(self, inputs: Sequence[Any] | Mapping[str, Any], cfg: DispatchConfig
+                 ) -> tuple[list[np.ndarray], dict[str, int], tuple[int, int, int], Layout, cu.Launcher]:
         if cfg is not self.config:
             check_workgroup(self.program, cfg)
         check_config(cfg)
@@ -131,8 +140,11 @@ class CudaPipeline:
             launch = prepare(self.program, inputs, cfg, self.plan)
             fast = [launch.memory[d.name] for d in self._inputs], launch.counts, launch.grid
         arrays, counts, grid = fast
+        launcher = self.launcher
+        if self.vector_launcher is not None and cfg.grid is None:  # an inferred grid: vectorised entry
+            launcher, grid = self.vector_launcher, self.plan.grid(counts, lanes=VECTOR_LANES)
         self.device.check_grid(self.program, grid)
-        return arrays, counts, grid, self._layout(counts)
+        return arrays, counts, grid, self._layout(counts), launcher
 
     def dispatch(self, inputs: Sequence[Any] | Mapping[str, Any], config: DispatchConfig | None = None,
                  out: Sequence[np.ndarray] | None = None) -> list[np.ndarray]:
@@ -156,12 +168,12 @@ class CudaPipeline:
              timed: bool, out: Sequence[np.ndarray] | None) -> tuple[list[np.ndarray], float]:
         dev, mem = self.device, self.memory
         self.usable()
-        arrays, counts, grid, layout = self._prepare(inputs, cfg)
+        arrays, counts, grid, layout, launcher = self._prepare(inputs, cfg)
         into = check_out(self.program, counts, out) if out is not None else None
         with dev.lock:
             self.usable()
             base = self._lease.at_least(mem, layout.total)
-            self._enqueue(arrays, counts, grid, layout, base, mem.staging, cfg.repeat, timed)
+            self._enqueue(arrays, counts, grid, layout, base, mem.staging, cfg.repeat, timed, launcher)
             if cfg.timeout is None:
                 dev.synchronize()
             else:
@@ -183,13 +195,13 @@ class CudaPipeline:
         dev, mem = self.device, self.memory
         try:
             self.usable()
-            arrays, counts, grid, layout = self._prepare(inputs, cfg)
+            arrays, counts, grid, layout, launcher = self._prepare(inputs, cfg)
         except VyreError as exc:
             raise labelled(exc, cfg) from None
         with dev.lock:
             arena = mem.take(layout.total)
             staging = mem.take_staging(layout.total)
-            self._enqueue(arrays, counts, grid, layout, arena[0], staging, cfg.repeat, False)
+            self._enqueue(arrays, counts, grid, layout, arena[0], staging, cfg.repeat, False, launcher)
             event = dev.new_event(timing=False)
             dev.record(event)
         return PendingDispatch(self, layout, arena, staging, event)
@@ -201,7 +213,7 @@ class CudaPipeline:
         return outputs, Timing(time.perf_counter() - t0, device_s)
 
     def _enqueue(self, arrays: Sequence[np.ndarray], counts: Mapping[str, int], grid: tuple[int, int, int],
-                 layout: Layout, base: int, staging: Pinned, repeat: int, timed: bool) -> None:
+                 layout: Layout, base: int, staging: Pinned, repeat: int, timed: bool, launcher: cu.Launcher) -> None:
         """Queue the input copy, the output zero-fill, the launch(es) and the result copy on the
         stream (the device lock held)."""
         dev = self.device
@@ -224,7 +236,6 @@ class CudaPipeline:
             slot.value = base + off
         for length, d in zip(self._len_values, self.abi_buffers):
             length.value = counts[d.name]
-        launcher = self.launcher
         launcher.set_grid(grid)
         if timed:
             dev.mark_start()
