@@ -62,10 +62,10 @@ ptx = "add.u32 {out}, {a}, {b}; and.b32 {out}, {out}, 0xFFFFFF7F;"
 # sitecustomize, which makes the emitter append a store to device address 16 to the program "poke".
 FAULT_HOOK = """
 import vyre_decl.emit as _emit
-import vyre_decl.emit.ptx as _ptx
+import vyre_decl.emit.module as _module
 from dataclasses import replace as _replace
 
-_real = _ptx.emit
+_real = _module.emit
 
 
 def _planted(program, *args, **kwargs):
@@ -73,10 +73,10 @@ def _planted(program, *args, **kwargs):
     if program.name != "poke":
         return module
     store = "\\t{ .reg .u64 %fault; mov.u64 %fault, 16; st.global.u32 [%fault], 0; }\\n$L_exit:"
-    return _replace(module, text=module.text.replace("$L_exit:", store, 1))
+    return _replace(module, text=module.text.replace("$L_exit:", store))  # every entry
 
 
-_ptx.emit = _emit.emit = _planted
+_module.emit = _emit.emit = _planted
 """
 
 

@@ -475,12 +475,13 @@ def test_vectorised_maps_agree_at_odd_sizes_explicit_grids_partial_stores_and_un
     np.testing.assert_array_equal(kp.dispatch([x, old])[0], np.where(x % 3 == 0, 2 * x, 7).astype(np.uint32))
     # memory that is not 16-byte aligned takes the scalar path
     torch = pytest.importorskip("torch", reason="torch makes a device array at an odd address")
+    signed = cuda.compile(add_program("i32"))
     t = torch.arange(1001, dtype=torch.int32, device="cuda")[1:]  # 4 bytes past an aligned start
     assert t.data_ptr() % 16 == 4
     view = cuda.wrap(t)
-    res = cuda.allocate("u32", 1000)
-    pipe.dispatch_resident([view, view, res])
-    np.testing.assert_array_equal(cuda.download(res), 2 * np.arange(1, 1001, dtype=np.uint32))
+    res = cuda.allocate("i32", 1000)
+    signed.dispatch_resident([view, view, res])
+    np.testing.assert_array_equal(cuda.download(res), 2 * np.arange(1, 1001, dtype=np.int32))
     unaligned_out = cuda.wrap(torch.zeros(1001, dtype=torch.int32, device="cuda")[1:])
-    pipe.dispatch_resident([res, res, unaligned_out])
-    np.testing.assert_array_equal(cuda.download(unaligned_out), 4 * np.arange(1, 1001, dtype=np.uint32))
+    signed.dispatch_resident([res, res, unaligned_out])
+    np.testing.assert_array_equal(cuda.download(unaligned_out), 4 * np.arange(1, 1001, dtype=np.int32))
