@@ -227,7 +227,8 @@ def acquire(name: str = "auto", registry: Registry | None = None) -> Backend:
     device 1. ``registry`` (default: the standard one) is the op registry the backend validates and
     compiles against, e.g. one from ``load_registry()``."""
     with _lock:
-        infos = list_backends()
+        # a built-in name needs no plugin scan (importlib.metadata costs tens of ms at start-up)
+        infos = list_backends() if name.partition(":")[0] not in _infos else list(_infos.values())
         device: int | None = None
         base, colon, ordinal = name.partition(":")
         if colon:

@@ -3,14 +3,47 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from ..ir.diagnostics import Diagnostic, VyreError
 from ..ir.signature import OpSignature
 from .model import DialectInfo, OpDef
 
-__all__ = ["Registry"]
+__all__ = ["Registry", "LazyOps"]
+
+
+class LazyOps(Mapping[str, OpDef]):
+    """Op definitions kept as bytes and rebuilt on first use (a snapshot holds each op's pickle):
+    a process that dispatches a program unpickles only the ops it calls."""
+
+    def __init__(self, raw: Mapping[str, bytes], load: Callable[[bytes], OpDef]) -> None:
+        self._raw, self._load = dict(raw), load
+        self._done: dict[str, OpDef] = {}
+        self._lock = threading.Lock()
+
+    def __getitem__(self, op_id: str) -> OpDef:
+        op = self._done.get(op_id)
+        if op is None:
+            raw = self._raw[op_id]
+            with self._lock:
+                op = self._done.get(op_id)
+                if op is None:
+                    op = self._done[op_id] = self._load(raw)
+        return op
+
+    def __contains__(self, op_id: object) -> bool:
+        return op_id in self._raw
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled (e.g. to a worker process) as a plain dict
+        return (dict, (dict(self.items()),))
 
 
 class Registry:
@@ -33,6 +66,24 @@ class Registry:
         for name, digest in sorted((p.name, d) for p, d in self._sources.items()):
             h.update(name.encode() + b"\0" + digest)
         self._fingerprint = h.hexdigest()
+
+    # --- snapshots
+    def parts(self) -> tuple[Any, ...]:
+        """What a snapshot stores: dialects, diagnostics, sources, rejected ids, fingerprint, and
+        the ops by id (see ``restore``)."""
+        return self.dialects, self.diagnostics, self._sources, self._rejected, self._fingerprint, self._ops
+
+    @classmethod
+    def restore(cls, dialects: Mapping[str, DialectInfo], diagnostics: tuple[Diagnostic, ...],
+                sources: Mapping[Path, bytes], rejected: Mapping[str, Path], fingerprint: str,
+                ops: Mapping[str, OpDef]) -> Registry:
+        """A registry from ``parts()`` as they were (ops may be a ``LazyOps``), checked by nothing:
+        only for snapshots of registries that were built and checked."""
+        self = cls.__new__(cls)
+        self._ops = ops  # type: ignore[assignment]
+        self.dialects, self.diagnostics = dict(dialects), diagnostics
+        self._sources, self._rejected, self._fingerprint = dict(sources), dict(rejected), fingerprint
+        return self
 
     # --- lookup
     def __contains__(self, op_id: object) -> bool:

@@ -19,11 +19,11 @@ from typing import Any, Final, Sequence
 
 from ..diskcache import DiskCache, cache_dir
 from ..ir.diagnostics import Diagnostic
-from .registry import Registry
+from .registry import LazyOps, Registry
 
 __all__ = ["snapshot_key", "read_snapshot", "write_snapshot", "SNAPSHOT_FORMAT"]
 
-SNAPSHOT_FORMAT: Final = "vyre_decl.registry-snapshot/3"  # bump when the op format or OpDef changes
+SNAPSHOT_FORMAT: Final = "vyre_decl.registry-snapshot/4"  # bump when the op format or OpDef changes
 _log = logging.getLogger("vyre_decl.registry")
 _PACKAGE: Final = Path(__file__).resolve().parent.parent
 
@@ -82,21 +82,33 @@ def _cache() -> DiskCache:
     return DiskCache(cache_dir(), "registry")
 
 
+def _unpickle(data: bytes) -> Any:
+    return _Unpickler(io.BytesIO(data)).load()
+
+
 def read_snapshot(key: str) -> Registry | None:
+    """The registry of snapshot ``key``, or None. Its ops stay pickled until first used."""
     payload = _cache().get(key)
     if payload is None:
         return None
     try:
-        registry = _Unpickler(io.BytesIO(payload)).load()
+        dialects, diagnostics, sources, rejected, fingerprint, raw = _unpickle(payload)
+        if not isinstance(raw, dict) or not all(isinstance(v, bytes) for v in raw.values()):
+            raise pickle.UnpicklingError("the ops are not a dict of pickles")
     except Exception as exc:  # noqa: BLE001 - any broken snapshot is rebuilt
         _log.warning("vyre_decl: registry snapshot %s is unreadable (%s); rebuilding it", key[:16], exc)
         return None
-    return registry if isinstance(registry, Registry) else None
+    return Registry.restore(dialects, diagnostics, sources, rejected, fingerprint, LazyOps(raw, _unpickle))
 
 
 def write_snapshot(key: str, registry: Registry) -> None:
+    """Store ``registry`` under ``key``: its parts, with each op pickled on its own (so that a
+    reader unpickles only the ops it uses)."""
     try:
-        payload = pickle.dumps(registry, protocol=pickle.HIGHEST_PROTOCOL)
+        dialects, diagnostics, sources, rejected, fingerprint, ops = registry.parts()
+        raw = {op_id: pickle.dumps(op, protocol=pickle.HIGHEST_PROTOCOL) for op_id, op in ops.items()}
+        payload = pickle.dumps((dialects, diagnostics, sources, rejected, fingerprint, raw),
+                               protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as exc:  # noqa: BLE001 - a registry that cannot be pickled is simply not cached
         _log.warning("vyre_decl: cannot snapshot the registry: %s", exc)
         return
