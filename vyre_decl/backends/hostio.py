@@ -136,10 +136,12 @@ class CallPlan:
             return (-(-max((counts[n] for n in self.basis), default=0) // (wg[0] * lanes)), 1, 1)
         return infer_grid(self.program, counts, wg, self.basis)
 
-    def fast(self, inputs: Any, config: DispatchConfig) -> tuple[list[np.ndarray], dict[str, int], tuple[int, int, int]] | None:
+    def fast(self, inputs: Any, config: DispatchConfig,
+             lanes: int = 1) -> tuple[list[np.ndarray], dict[str, int], tuple[int, int, int]] | None:
         """The steady state of a dispatch: positional numpy arrays of the right dtypes and sizes
         and an inferred grid give (input arrays, counts, grid); anything else gives None, and the
-        caller takes ``prepare``, which checks everything and names what is wrong."""
+        caller takes ``prepare``, which checks everything and names what is wrong. ``lanes``: as
+        for ``grid``."""
         if type(inputs) not in (list, tuple) or len(inputs) != len(self.specs) or config.grid is not None:
             return None
         arrays, given = [], {}
@@ -155,7 +157,7 @@ class CallPlan:
             if is_input and given[name] != given[like]:
                 return None
         counts = self.counts(given, exact=False)
-        return arrays, counts, self.grid(counts)
+        return arrays, counts, self.grid(counts, lanes=lanes)
 
 
 def prepare(program: Program, inputs: Sequence[Any] | Mapping[str, Any], config: DispatchConfig,

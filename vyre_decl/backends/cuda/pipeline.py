@@ -35,7 +35,7 @@ _ZERO_BY_COPY = 1 << 16  # outputs up to this many bytes are zeroed through the 
 _LAYOUTS_KEPT = 64
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: a layout is cached per set of sizes
 class Layout:
     """Where the buffers of one dispatch live in the device arena and the staging area."""
 
@@ -45,6 +45,18 @@ class Layout:
     returned_start: int  # [returned_start, total): device -> host
     outputs_start: int  # [0, outputs_start): host -> device; [outputs_start, total): zero-filled
     total: int
+    # views of one staging area (its whole view first): each input and output as its storage
+    # dtype, and the output region to zero; rebuilt when the staging area changes
+    views: tuple[np.ndarray, list[np.ndarray], list[np.ndarray], np.ndarray] | None = None
+
+    def views_of(self, staging: Pinned, input_dtypes: Sequence[np.dtype]
+                 ) -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray], np.ndarray]:
+        if self.views is None or self.views[0] is not staging.view:
+            view = staging.view
+            self.views = (view, [view[off: off + n].view(t) for (off, n), t in zip(self.inputs, input_dtypes)],
+                          [view[off: off + n * d.dtype.size].view(d.dtype.storage_dtype) for d, off, n in self.outputs],
+                          view[self.outputs_start: self.total])
+        return self.views
 
 
 class CudaPipeline:
@@ -77,8 +89,10 @@ class CudaPipeline:
                                                program.workgroup_size)
             self.vector_launcher.set_stream(device.stream)
         self._inputs = program.inputs
+        self._input_dtypes = [d.dtype.storage_dtype for d in self._inputs]
         self._outputs = program.outputs
         self._lease = _Lease()  # the device arena of numpy dispatches, grown on demand
+        self._bound_to: tuple[int, Layout] | None = None  # (arena, layout) the argument slots hold
         self._finalizer = weakref.finalize(self, _release_pipeline, memory, self._lease, release)
         self._finalizer.atexit = False
         self._bound: BoundLaunch | None = None
@@ -135,14 +149,15 @@ class CudaPipeline:
         if cfg is not self.config:
             check_workgroup(self.program, cfg)
         check_config(cfg)
-        fast = self.plan.fast(inputs, cfg)
+        vector = self.vector_launcher is not None and cfg.grid is None  # inferred grid: vectorised entry
+        fast = self.plan.fast(inputs, cfg, VECTOR_LANES if vector else 1)
         if fast is None:  # the general path, with every check and error
             launch = prepare(self.program, inputs, cfg, self.plan)
-            fast = [launch.memory[d.name] for d in self._inputs], launch.counts, launch.grid
+            grid = self.plan.grid(launch.counts, lanes=VECTOR_LANES) if vector else launch.grid
+            fast = [launch.memory[d.name] for d in self._inputs], launch.counts, grid
         arrays, counts, grid = fast
-        launcher = self.launcher
-        if self.vector_launcher is not None and cfg.grid is None:  # an inferred grid: vectorised entry
-            launcher, grid = self.vector_launcher, self.plan.grid(counts, lanes=VECTOR_LANES)
+        launcher = self.vector_launcher if vector else self.launcher
+        assert launcher is not None
         self.device.check_grid(self.program, grid)
         return arrays, counts, grid, self._layout(counts), launcher
 
@@ -218,24 +233,25 @@ class CudaPipeline:
         stream (the device lock held)."""
         dev = self.device
         staging.ensure(layout.total)
-        view = staging.view
-        for (off, nbytes), a in zip(layout.inputs, arrays):
-            if nbytes:
-                view[off: off + nbytes] = a.reshape(-1).view(np.uint8)
+        _, inputs, _, zeros = layout.views_of(staging, self._input_dtypes)
+        for dest, a in zip(inputs, arrays):
+            dest[:] = a.reshape(-1)
         # small outputs are zeroed in the staging area and ride along with the input copy (one
         # driver call instead of two); large ones are zero-filled on the device
         ride = layout.total - layout.outputs_start <= _ZERO_BY_COPY
         upto = layout.total if ride else layout.outputs_start
         if ride:
-            view[layout.outputs_start: layout.total] = 0
+            zeros.fill(0)
         if upto:
             dev.copy_in(base, staging.ptr, upto)
         if not ride:
             dev.zero(base + layout.outputs_start, layout.total - layout.outputs_start)
-        for slot, off in zip(self._ptr_values, layout.offsets):
-            slot.value = base + off
-        for length, d in zip(self._len_values, self.abi_buffers):
-            length.value = counts[d.name]
+        if self._bound_to != (base, layout):  # the same arena and sizes as last time: slots hold
+            for slot, off in zip(self._ptr_values, layout.offsets):
+                slot.value = base + off
+            for length, d in zip(self._len_values, self.abi_buffers):
+                length.value = counts[d.name]
+            self._bound_to = (base, layout)
         launcher.set_grid(grid)
         if timed:
             dev.mark_start()
@@ -254,12 +270,10 @@ class CudaPipeline:
 
     def collect(self, layout: Layout, staging: Pinned, into: list[np.ndarray] | None = None) -> list[np.ndarray]:
         """The outputs of a finished dispatch, copied out of ``staging`` (into ``into`` when given)."""
-        view = staging.view
-        out = []
-        for i, (d, off, n) in enumerate(layout.outputs):
-            raw = view[off: off + n * d.dtype.size].view(d.dtype.storage_dtype)
-            out.append(deliver(d, raw, into[i] if into is not None else None))
-        return out
+        _, _, outputs, _ = layout.views_of(staging, self._input_dtypes)
+        if into is None:
+            return [deliver(d, raw, None) for (d, _, _), raw in zip(layout.outputs, outputs)]
+        return [deliver(d, raw, dest) for (d, _, _), raw, dest in zip(layout.outputs, outputs, into)]
 
     # --- launch help
     def occupancy(self) -> Occupancy:
