@@ -3,6 +3,7 @@ the same process on the machine it runs on, and prints one table (``--json FILE`
 
 Rooms: ``core`` (rows, timing, the table), ``host`` (CPU cases: the reference backend, cold
 start), ``device`` (GPU cases: bandwidth against a hand-written v4 kernel and the copy engine,
-a fused chain against PyTorch, launch, replay and small-dispatch host costs), ``kernels`` (the
-programs and the hand-written PTX they are measured with).
+a fused chain against PyTorch, launch, replay and small-dispatch host costs), ``library``
+(routines and float functions against the copy engine, CuPy and PyTorch), ``gpu`` (runs the GPU
+cases on one backend), ``kernels`` (the programs and the hand-written PTX they are measured with).
 """

@@ -15,7 +15,7 @@ import sys
 from typing import Sequence
 
 from .core import Row, render, to_json
-from .device import gpu_rows
+from .gpu import gpu_rows
 from .host import cold_start_rows, reference_rows
 
 

@@ -18,7 +18,8 @@ from .. import libcuda as cu
 from .core import Row, interleaved, skipped
 from .kernels import CHAIN_STEPS, TWO, add_program, chain_program, v4_add_ptx
 
-__all__ = ["gpu_rows", "EventTimer"]
+__all__ = ["EventTimer", "bandwidth_rows", "chain_rows", "host_cost_rows", "quiet", "torch_module", "cupy_module",
+           "torch_seconds", "cupy_seconds"]
 
 
 class EventTimer:
@@ -45,7 +46,7 @@ class EventTimer:
         return statistics.median(out)
 
 
-def _torch() -> Any:
+def torch_module() -> Any:
     try:
         import torch  # type: ignore[import-not-found]
     except ImportError:
@@ -53,7 +54,7 @@ def _torch() -> Any:
     return torch if torch.cuda.is_available() else None
 
 
-def _cupy() -> Any:
+def cupy_module() -> Any:
     try:
         import cupy  # type: ignore[import-not-found]
     except ImportError:
@@ -61,7 +62,7 @@ def _cupy() -> Any:
     return cupy
 
 
-def _torch_seconds(torch: Any, work: Callable[[], Any], reps: int) -> float:
+def torch_seconds(torch: Any, work: Callable[[], Any], reps: int) -> float:
     for _ in range(3):
         work()
     out = []
@@ -75,7 +76,7 @@ def _torch_seconds(torch: Any, work: Callable[[], Any], reps: int) -> float:
     return statistics.median(out)
 
 
-def _cupy_seconds(cupy: Any, work: Callable[[], Any], reps: int) -> float:
+def cupy_seconds(cupy: Any, work: Callable[[], Any], reps: int) -> float:
     for _ in range(3):
         work()
     out = []
@@ -114,11 +115,11 @@ def bandwidth_rows(be: Any, timer: EventTimer, dtype: str, log2n: int, reps: int
     case = f"add {dtype} 2^{log2n}, resident (GB/s)"
     rows = [Row(case, ours, "hand-written ld/st.global.v4 PTX", v4, "GB/s", "higher", 0.97),
             Row(case, ours, "cuMemcpyDtoD (read + written)", dtod, "GB/s", "higher")]
-    torch, cupy = _torch(), _cupy()
+    torch, cupy = torch_module(), cupy_module()
     if torch is not None:
         ta = torch.arange(n, device="cuda", dtype=torch.int32 if dtype == "u32" else torch.float32)
         tb, tc = torch.ones_like(ta), torch.empty_like(ta)
-        t = _torch_seconds(torch, lambda: torch.add(ta, tb, out=tc), reps)
+        t = torch_seconds(torch, lambda: torch.add(ta, tb, out=tc), reps)
         rows.append(Row(case, ours, f"torch {torch.__version__} add(out=)", nbytes / t / 1e9, "GB/s", "higher", 1.0))
         del ta, tb, tc
     else:
@@ -126,7 +127,7 @@ def bandwidth_rows(be: Any, timer: EventTimer, dtype: str, log2n: int, reps: int
     if cupy is not None:
         ca = cupy.arange(n, dtype=np_t)
         cb, cc = cupy.ones_like(ca), cupy.empty_like(ca)
-        t = _cupy_seconds(cupy, lambda: cupy.add(ca, cb, out=cc), reps)
+        t = cupy_seconds(cupy, lambda: cupy.add(ca, cb, out=cc), reps)
         rows.append(Row(case, ours, f"CuPy {cupy.__version__} add(out=)", nbytes / t / 1e9, "GB/s", "higher"))
         del ca, cb, cc
     else:
@@ -149,7 +150,7 @@ def chain_rows(be: Any, timer: EventTimer, log2n: int, reps: int, v4_gbs: float 
     if v4_gbs:
         rows.append(Row(f"fused chain 2^{log2n}, share of the v4 roof (GB/s)", 2 * n * 4 / ours / 1e9,
                         "v4 add bandwidth, this run", v4_gbs, "GB/s", "higher", 0.97))
-    torch = _torch()
+    torch = torch_module()
     if torch is None:
         rows.append(skipped(case, "PyTorch with CUDA is not importable"))
     else:
@@ -165,12 +166,12 @@ def chain_rows(be: Any, timer: EventTimer, log2n: int, reps: int, v4_gbs: float 
             v = v * 0.5
             return v + 1.0
 
-        t_eager = _torch_seconds(torch, lambda: eager(tx), reps)
+        t_eager = torch_seconds(torch, lambda: eager(tx), reps)
         rows.append(Row(case, ours * 1e3, "torch eager", t_eager * 1e3, "ms", "lower", 1.0))
         try:
             compiled = torch.compile(eager)
             compiled(tx)
-            t_comp = _torch_seconds(torch, lambda: compiled(tx), reps)
+            t_comp = torch_seconds(torch, lambda: compiled(tx), reps)
             rows.append(Row(case, ours * 1e3, "torch.compile", t_comp * 1e3, "ms", "lower", 1.0))
         except Exception as exc:  # noqa: BLE001 - an unusable compiler is a skip, with its reason
             rows.append(skipped(case + " vs torch.compile", f"torch.compile failed: {type(exc).__name__}: {exc}"[:200]))
@@ -255,31 +256,3 @@ def quiet(work: Callable[[], list[Row]]) -> list[Row]:
             gc.enable()
         if cores:
             os.sched_setaffinity(0, cores)
-
-
-def gpu_rows(quick: bool) -> tuple[list[Row], str]:
-    """Every GPU case (skipped with the reason where there is no GPU), and the device's name."""
-    from ..backends.cuda import CudaBackend, cuda_available
-
-    if not cuda_available():
-        why = "no CUDA GPU: libcuda.so.1 cannot be loaded or reports no device"
-        return [skipped(name, why) for name in ("bandwidth (add u32/f32, v4, DtoD, torch, CuPy)", "fused chain",
-                                                "launch, replay and small-dispatch host cost")], "none"
-    be = CudaBackend()
-    d = be.device
-    device = f"{d.name}, cc {d.compute_capability[0]}.{d.compute_capability[1]}, driver {d.driver_version}, {d.target}"
-    timer = EventTimer(be.stream_handle)
-    reps = 5 if quick else 30
-    sizes = (20,) if quick else (24, 26, 28)
-    rows: list[Row] = []
-    v4_26: float | None = None
-    for dtype in ("u32", "f32"):
-        for log2n in sizes:
-            got = bandwidth_rows(be, timer, dtype, log2n, reps)
-            rows += got
-            if dtype == "f32" and log2n == (20 if quick else 26):
-                v4_26 = got[0].baseline
-    rows += chain_rows(be, timer, 20 if quick else 26, reps, v4_26)
-    rows += quiet(lambda: host_cost_rows(be, 5 if quick else 31, 50 if quick else 400))
-    be.close()
-    return rows, device

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..ir import parse_program
 from ..ir.nodes import Program
 
-__all__ = ["add_program", "chain_program", "CHAIN_STEPS", "v4_add_ptx", "TWO"]
+__all__ = ["add_program", "map_program", "chain_program", "CHAIN_STEPS", "v4_add_ptx", "TWO"]
 
 
 def add_program(dtype: str) -> Program:
@@ -20,6 +20,16 @@ def add_program(dtype: str) -> Program:
 
 
 TWO = add_program("u32")
+
+
+def map_program(op: str, dtype: str) -> Program:
+    """out[i] = op(a[i]): one function over a buffer."""
+    return parse_program(f"""program map workgroup(256, 1, 1) {{
+  buffer a: read {dtype}[] @0
+  buffer out: write {dtype}[len(a)] @1
+  let i = gid.x
+  if i < len(out) {{ out[i] = {op}(a[i]) }}
+}}""")
 
 # eight dependent f32 steps on one element, as torch would run them one kernel each (eager)
 CHAIN_STEPS = ("x * 1.5", "x + 0.25", "x * x", "x - 3.0", "abs(x)", "sqrt(x)", "x * 0.5", "x + 1.0")
