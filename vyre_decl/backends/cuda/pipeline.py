@@ -69,6 +69,7 @@ class CudaPipeline:
         (not at ``close()``, since graphs captured from it keep launching its function).
         ``vector_function``: the vectorised entry of a map-shaped program, launched (on a grid
         VECTOR_LANES times smaller) whenever the grid is inferred."""
+        check_config(config)
         self.device, self.memory = device, memory
         self.program, self.ptx, self.config = program, module, config
         self.function, self.vector_function = function, vector_function
@@ -92,7 +93,8 @@ class CudaPipeline:
         self._input_dtypes = [d.dtype.storage_dtype for d in self._inputs]
         self._outputs = program.outputs
         self._lease = _Lease()  # the device arena of numpy dispatches, grown on demand
-        self._bound_to: tuple[int, Layout] | None = None  # (arena, layout) the argument slots hold
+        # (arena, layout, grid, entry) the argument slots and that entry's grid hold now
+        self._bound_to: tuple[int, Layout, tuple[int, int, int], cu.Launcher] | None = None
         self._finalizer = weakref.finalize(self, _release_pipeline, memory, self._lease, release)
         self._finalizer.atexit = False
         self._bound: BoundLaunch | None = None
@@ -146,9 +148,9 @@ class CudaPipeline:
 
     def _prepare(self, inputs: Sequence[Any] | Mapping[str, Any], cfg: DispatchConfig
                  ) -> tuple[list[np.ndarray], dict[str, int], tuple[int, int, int], Layout, cu.Launcher]:
-        if cfg is not self.config:
+        if cfg is not self.config:  # the pipeline's own config was checked when it was made
             check_workgroup(self.program, cfg)
-        check_config(cfg)
+            check_config(cfg)
         vector = self.vector_launcher is not None and cfg.grid is None  # inferred grid: vectorised entry
         fast = self.plan.fast(inputs, cfg, VECTOR_LANES if vector else 1)
         if fast is None:  # the general path, with every check and error
@@ -246,13 +248,14 @@ class CudaPipeline:
             dev.copy_in(base, staging.ptr, upto)
         if not ride:
             dev.zero(base + layout.outputs_start, layout.total - layout.outputs_start)
-        if self._bound_to != (base, layout):  # the same arena and sizes as last time: slots hold
+        bound = (base, layout, grid, launcher)
+        if self._bound_to != bound:  # the same arena, sizes, grid and entry as last time: all set
             for slot, off in zip(self._ptr_values, layout.offsets):
                 slot.value = base + off
             for length, d in zip(self._len_values, self.abi_buffers):
                 length.value = counts[d.name]
-            self._bound_to = (base, layout)
-        launcher.set_grid(grid)
+            launcher.set_grid(grid)
+            self._bound_to = bound
         if timed:
             dev.mark_start()
         if 0 not in grid:
