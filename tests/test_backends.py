@@ -299,3 +299,41 @@ def test_a_label_names_the_dispatch_in_its_errors(backend):
     with pytest.raises(VyreError) as info:
         backend.dispatch(VADD, [np.zeros(4, np.uint32)] * 2, DispatchConfig(label=3))  # type: ignore[arg-type]
     assert info.value.codes == ["D008"] and "label" in str(info.value)
+
+
+BOOLS = parse_program("""program b workgroup(64, 1, 1) {
+  buffer a: read bool[] @0
+  buffer o: write u32[len(a)] @1
+  let i = gid.x
+  if i < len(o) { o[i] = select(a[i], 1u32, 0u32) }
+}""")
+
+
+@pytest.mark.parametrize("inputs, config, code", [
+    (None, None, "D001"),
+    ((x for x in [[1], [1]]), None, "D001"),
+    ([[1], [1]], {"grid": (1, 1, 1)}, "D008"),
+    ([memoryview(np.zeros(4, np.float64)), np.zeros(8, np.uint32)], None, "D002"),  # never read as u32 words
+    ([[[1, 2], [3, 4]], [1, 2, 3, 4]], None, "D002"),
+    ([[[1, 2], [3]], [1, 2, 3]], None, "D002"),
+    ([[1.7, 2.2], [1, 2]], None, "D002"),  # never truncated
+    ([["1", "2"], [1, 2]], None, "D002"),  # never parsed
+    ([[True, False], [1, 2]], None, "D002"),
+    ([[1, 2.0], [1, 2]], None, "D002"),
+    ([[10**400, 2], [1, 2]], None, "D002"),
+], ids=["none", "generator", "config dict", "f64 memoryview", "nested", "ragged", "floats", "strings", "bools",
+        "mixed", "huge"])
+def test_hostile_dispatch_arguments_get_codes_never_reinterpretation(backend, inputs, config, code):
+    for call in (lambda: backend.dispatch(VADD, inputs, config), lambda: backend.compile(VADD).dispatch(inputs, config)):
+        with pytest.raises(VyreError) as info:
+            call()
+        assert info.value.codes == [code] and "Fix:" in str(info.value)
+
+
+def test_strict_conversions_still_take_what_is_meant(backend):
+    strided = memoryview(np.arange(8, dtype=np.uint32))[::2]  # a typed view: its values, not its bytes
+    assert backend.dispatch(VADD, [strided, [1, 1, 1, 1]])[0].tolist() == [1, 3, 5, 7]
+    raw = memoryview(np.arange(2, dtype=np.uint32).tobytes())  # bytes are the storage
+    assert backend.dispatch(VADD, [raw, [1, 1]])[0].tolist() == [1, 2]
+    assert backend.dispatch(BOOLS, [[True, False, 1, 0]])[0].tolist() == [1, 0, 1, 0]
+    assert backend.dispatch(VADD, [[], []])[0].size == 0

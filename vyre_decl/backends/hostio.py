@@ -46,20 +46,27 @@ def _fail(code: str, message: str, where: str, fix: str) -> VyreError:
 
 
 def as_storage(decl: BufferDecl, value: Any) -> np.ndarray:
+    """``value`` as a flat contiguous array of the buffer's storage dtype, by strict rules: raw
+    bytes (``bytes``, ``bytearray``, a byte ``memoryview``) are the storage itself; a typed
+    ``memoryview`` or an array must already have the storage dtype (bool buffers also take numpy
+    bools); a list or tuple must be flat and hold values of the buffer's kind — integers for
+    integer buffers, integers or floats for float buffers, bools or integers for bool buffers.
+    Nothing is truncated, parsed or reinterpreted (D002, D004)."""
     where = f"buffer {decl.name!r}"
     want = decl.dtype.storage_dtype
+    if isinstance(value, memoryview) and value.format not in ("B", "b", "c"):
+        value = np.asarray(value)  # a typed view: the array rules below apply to its type
     if isinstance(value, (bytes, bytearray, memoryview)):
-        raw = memoryview(value).cast("B")
+        raw = memoryview(value)
+        if not raw.c_contiguous:
+            raise _fail("D004", "the bytes are not contiguous", where, "pass bytes(view) or a contiguous buffer")
+        raw = raw.cast("B")
         if raw.nbytes % want.itemsize:
             raise _fail("D004", f"{raw.nbytes} bytes is not a whole number of {decl.dtype} elements "
                         f"({want.itemsize} bytes each)", where, f"pass a multiple of {want.itemsize} bytes")
         return np.frombuffer(raw, dtype=want)
     if isinstance(value, (list, tuple)):
-        try:
-            return np.ascontiguousarray(np.asarray(value, dtype=decl.dtype.numpy_dtype).astype(want))
-        except (OverflowError, ValueError, TypeError) as exc:
-            raise _fail("D002", f"cannot convert the list to {decl.dtype}: {exc}", where,
-                        f"pass values that fit {decl.dtype}") from None
+        return _from_list(decl, value, where)
     if not isinstance(value, np.ndarray):
         raise _fail("D002", f"expected a numpy array, bytes or a list, got {type(value).__name__}", where,
                     f"pass np.asarray(..., dtype=np.{want.name})")
@@ -72,6 +79,38 @@ def as_storage(decl: BufferDecl, value: Any) -> np.ndarray:
         raise _fail("D002", f"expected {decl.dtype} elements ({hint}), got a {value.dtype} array", where,
                     f"convert it: arr.astype(np.{want.name}) — no implicit conversion happens")
     return np.ascontiguousarray(value).ravel()
+
+
+# the element kinds (numpy dtype.kind) a list may hold, by the buffer's kind
+_LIST_KINDS: Final = {"int": "iu", "float": "iuf", "bool": "biu"}
+
+
+def _from_list(decl: BufferDecl, value: Sequence[Any], where: str) -> np.ndarray:
+    t = decl.dtype
+    kind = "bool" if t is DataType.BOOL else "float" if t.is_float else "int"
+    try:
+        probe = np.asarray(value)
+    except (ValueError, TypeError, OverflowError):
+        probe = np.asarray(value, dtype=object)
+    if probe.ndim != 1 and probe.size:
+        raise _fail("D002", f"expected a flat list of values, got nesting of depth {probe.ndim}", where,
+                    "flatten it (or pass a numpy array, which is flattened in C order)")
+    if probe.size and probe.dtype.kind not in _LIST_KINDS[kind] + "O":
+        what = {"f": "floats", "U": "strings", "S": "bytes strings", "b": "bools", "c": "complex numbers"}.get(
+            probe.dtype.kind, f"{probe.dtype} values")
+        raise _fail("D002", f"a list of {what} cannot fill a {t} buffer", where,
+                    f"pass {'integers' if kind == 'int' else 'numbers'} (or a numpy array of np.{t.storage_dtype.name})")
+    if probe.dtype.kind == "O":  # mixed or huge Python numbers: each must be of the buffer's kind
+        allowed = (bool, int, np.integer) if kind == "bool" else (int, np.integer) if kind == "int" else \
+            (int, float, np.integer, np.floating)
+        bad = next((v for v in value if not isinstance(v, allowed) or (kind != "bool" and isinstance(v, bool))), None)
+        if bad is not None:
+            raise _fail("D002", f"{bad!r} ({type(bad).__name__}) cannot be an element of a {t} buffer", where,
+                        f"pass {'integers' if kind == 'int' else 'numbers'} only")
+    try:
+        return np.ascontiguousarray(np.asarray(value, dtype=t.numpy_dtype).astype(t.storage_dtype))
+    except (OverflowError, ValueError, TypeError) as exc:
+        raise _fail("D002", f"cannot convert the list to {t}: {exc}", where, f"pass values that fit {t}") from None
 
 
 def grid_basis(program: Program) -> tuple[str, ...]:
@@ -177,6 +216,10 @@ def prepare(program: Program, inputs: Sequence[Any] | Mapping[str, Any], config:
                         f"pass every input: {', '.join(b.name for b in expected)}")
         values = [inputs[b.name] for b in expected]
     else:
+        if not isinstance(inputs, (list, tuple)):
+            raise _fail("D001", f"inputs must be a list or tuple (one value per input buffer) or a dict by name, "
+                        f"got {type(inputs).__name__}", f"program {program.name!r}",
+                        f"pass [{', '.join(b.name for b in expected)}] or {{name: array}}")
         values = list(inputs)
         if len(values) != len(expected):
             names = ", ".join(b.name for b in expected) or "none"
@@ -215,7 +258,10 @@ def prepare(program: Program, inputs: Sequence[Any] | Mapping[str, Any], config:
 
 def check_config(config: DispatchConfig) -> None:
     """The values of a DispatchConfig: repeat at least 1, timeout None or a positive number, label
-    a string."""
+    a string (and that it is a DispatchConfig at all)."""
+    if not isinstance(config, DispatchConfig):
+        raise _fail("D008", f"a config must be a DispatchConfig, got {type(config).__name__}", "config",
+                    "pass vyre_decl.DispatchConfig(...) (or None for the defaults)")
     if not isinstance(config.repeat, int) or config.repeat < 1:
         raise _fail("D008", f"repeat must be at least 1, got {config.repeat!r}", "DispatchConfig.repeat",
                     "use repeat=1 or more")
@@ -230,7 +276,8 @@ def check_config(config: DispatchConfig) -> None:
 
 def labelled(error: VyreError, config: DispatchConfig) -> VyreError:
     """``error`` naming the dispatch's label, when it has one."""
-    return error.within(f"in dispatch {config.label!r}") if config.label else error
+    label = config.label if isinstance(config, DispatchConfig) else ""
+    return error.within(f"in dispatch {label!r}") if label else error
 
 
 def check_workgroup(program: Program, config: DispatchConfig) -> None:

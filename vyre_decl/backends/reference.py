@@ -16,7 +16,7 @@ from ..ir.validation import check
 from ..reference.interpreter import CompiledProgram, compile_program
 from ..registry import Registry, default_registry
 from .config import DEFAULT_CONFIG, DispatchConfig, Timing
-from .hostio import (CallPlan, check_capabilities, check_out, check_ulp_budget, check_workgroup, deliver, host_output, labelled,
+from .hostio import (CallPlan, check_capabilities, check_config, check_out, check_ulp_budget, check_workgroup, deliver, host_output, labelled,
                      prepare, xyz)
 
 __all__ = ["ReferenceBackend", "ReferencePipeline"]
@@ -38,6 +38,7 @@ class ReferencePipeline:
         """Run once; returns the outputs (written into ``out`` when given, see hostio.check_out)."""
         cfg = config or self.config
         try:
+            check_config(cfg)
             check_workgroup(self.program, cfg)
             launch = prepare(self.program, inputs, cfg, self.plan)
             into = check_out(self.program, launch.counts, out) if out is not None else None
@@ -67,6 +68,7 @@ class ReferenceBackend:
     def compile(self, program: Program, config: DispatchConfig | None = None) -> ReferencePipeline:
         """Validate and compile ``program`` (raises VyreError listing every problem)."""
         cfg = config or DEFAULT_CONFIG
+        check_config(cfg)
         if cfg.workgroup is not None and tuple(cfg.workgroup) != program.workgroup_size:
             program = dataclasses.replace(program, workgroup_size=xyz(cfg.workgroup))
         registry = self.registry

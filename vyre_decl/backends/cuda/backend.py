@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 import threading
 import weakref
 from collections import OrderedDict
@@ -20,7 +19,7 @@ from ...ir.types import DataType
 from ...registry import Registry, default_registry
 from ...settings import env_int
 from ..config import DEFAULT_CONFIG, DispatchConfig, Timing
-from ..hostio import check_capabilities, check_ulp_budget, xyz
+from ..hostio import check_capabilities, check_config, check_ulp_budget, xyz
 from . import interop
 from .device import Device, DeviceInfo
 from .graphs import DispatchSequence
@@ -137,6 +136,7 @@ class CudaBackend:
         dev = self._device
         dev.alive()
         cfg = config or DEFAULT_CONFIG
+        check_config(cfg)
         if cfg.workgroup is not None and tuple(cfg.workgroup) != program.workgroup_size:
             program = dataclasses.replace(program, workgroup_size=xyz(cfg.workgroup))
         module, key = self._kernels.module_for(program)

@@ -150,7 +150,6 @@ class CudaPipeline:
                  ) -> tuple[list[np.ndarray], dict[str, int], tuple[int, int, int], Layout, cu.Launcher]:
         if cfg is not self.config:  # the pipeline's own config was checked when it was made
             check_workgroup(self.program, cfg)
-            check_config(cfg)
         vector = self.vector_launcher is not None and cfg.grid is None  # inferred grid: vectorised entry
         fast = self.plan.fast(inputs, cfg, VECTOR_LANES if vector else 1)
         if fast is None:  # the general path, with every check and error
@@ -171,6 +170,8 @@ class CudaPipeline:
 
     def _dispatch(self, inputs: Sequence[Any] | Mapping[str, Any], cfg: DispatchConfig,
                   timed: bool, out: Sequence[np.ndarray] | None = None) -> tuple[list[np.ndarray], float]:
+        if cfg is not self.config:
+            check_config(cfg)
         if cfg.label:
             nvtx.push(cfg.label)
         try:
@@ -211,6 +212,8 @@ class CudaPipeline:
         cfg = config or self.config
         dev, mem = self.device, self.memory
         try:
+            if cfg is not self.config:
+                check_config(cfg)
             self.usable()
             arrays, counts, grid, layout, launcher = self._prepare(inputs, cfg)
         except VyreError as exc:
