@@ -109,3 +109,29 @@ def test_non_ascii_digits_are_not_sizes():
     with pytest.raises(ParseError) as e:
         parse_program("program p workgroup(\u0661, 1, 1) { let x = 1u32 }")
     assert e.value.codes == ["P002"]
+
+
+@pytest.mark.parametrize("src, code", [
+    ("program p workgroup(" + "9" * 5000 + ", 1, 1) { buffer o: write u32[4] @0 }", "P003"),
+    ("program p workgroup(1, 1, 1) { buffer o: write u32[" + "9" * 5000 + "] @0 }", "P003"),
+    ("program p workgroup(1, 1, 1) {\n buffer o: write u32[4] @0\n region \"a\\x01b\" { o[0u32] = 1u32 }\n}", "P002"),
+    ("program p workgroup(1, 1, 1) {\n buffer o: write u32[4] @0\n if gid.x == 0u32 { o[0u32] = 1u32 }"
+     + "".join(f" else if gid.x == {i}u32 {{ o[0u32] = {i}u32 }}" for i in range(1, 3000)) + "\n}", "P007"),
+], ids=["huge workgroup", "huge size", "bad region escape", "else-if chain"])
+def test_hostile_program_text_gets_a_code_not_a_crash(src, code):
+    with pytest.raises(ParseError) as info:
+        parse_program(src)
+    assert info.value.codes == [code] and "Fix:" in str(info.value)
+
+
+def test_a_program_too_deep_to_hash_or_print_is_v016_not_a_recursion_error():
+    import vyre_decl
+    from vyre_decl.ir import VyreError, print_program
+
+    deep = parse_program("program p workgroup(1, 1, 1) {\n buffer o: write u32[4] @0\n o[0u32] = "
+                         + " + ".join(["1u32"] * 10000) + "\n}")  # a left-deep chain: parses, nests 10,000 deep
+    for call in (deep.content_hash, lambda: print_program(deep),
+                 lambda: vyre_decl.acquire("reference").dispatch(deep, [])):
+        with pytest.raises(VyreError) as info:
+            call()
+        assert info.value.codes == ["V016"] and "Fix:" in str(info.value)

@@ -37,6 +37,7 @@ from .nodes import (
     Store,
     Var,
 )
+from .diagnostics import nested_too_deeply
 from .types import DataType
 
 __all__ = ["to_json", "from_json", "dumps", "loads", "content_hash", "FORMAT"]
@@ -104,7 +105,14 @@ def node_to_json(n: Node) -> dict[str, Any]:
 
 
 def to_json(program: Program) -> dict[str, Any]:
-    """The canonical JSON-able form of ``program``."""
+    """The canonical JSON-able form of ``program`` (V016 if it is too deep to convert)."""
+    try:
+        return _program_json(program)
+    except RecursionError:
+        raise nested_too_deeply("convert to JSON") from None
+
+
+def _program_json(program: Program) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "name": program.name,
@@ -127,10 +135,15 @@ def to_json(program: Program) -> dict[str, Any]:
 
 def dumps(program: Program) -> str:
     """Canonical JSON text: sorted keys, no whitespace, ASCII only."""
-    return json.dumps(to_json(program), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    data = to_json(program)
+    try:
+        return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    except RecursionError:
+        raise nested_too_deeply("write as JSON") from None
 
 
 def content_hash(program: Program) -> str:
+    """SHA-256 of ``dumps`` (V016 for a program too deep to serialise: nothing could run it)."""
     return hashlib.sha256(dumps(program).encode("ascii")).hexdigest()
 
 

@@ -60,3 +60,11 @@ class VyreError(ValueError):
     @classmethod
     def one(cls, code: str, message: str, location: str, fix: str) -> VyreError:
         return cls(Diagnostic(code, message, location, fix))
+
+
+def nested_too_deeply(what: str) -> VyreError:
+    """The error of a traversal (hashing, printing, JSON) that ran out of Python's stack on a
+    pathologically deep program: validation would refuse it too (V015/V016)."""
+    return VyreError.one("V016", f"the program is nested too deeply to {what}", "program",
+                         "split deep expressions with let bindings and flatten nested blocks (validation allows "
+                         "128 expression levels and 64 statement levels)")

@@ -119,6 +119,9 @@ class Parser:
         if tok.kind != "int" or not (tok.text.isascii() and tok.text.isdigit()):
             self.error(tok, "P002", f"expected {what} (a plain integer), found {self._describe(tok)}",
                        "write a decimal integer such as 64")
+        if len(tok.text) > 12:  # every size here fits in 32 bits: refuse before converting
+            self.error(tok, "P003", f"{what} {tok.text[:16]}... ({len(tok.text)} digits) is out of range",
+                       "use a size below 2^32")
         return int(tok.text)
 
     def dtype(self) -> DataType:
@@ -225,7 +228,14 @@ class Parser:
                 if gen.kind != "str":
                     self.error(gen, "P002", f"expected a quoted generator name, found {self._describe(gen)}",
                                'write region "name" { ... }')
-                return Region(json.loads(gen.text), self.block())
+                try:
+                    name = json.loads(gen.text)
+                except ValueError as exc:  # a bad escape or a raw control character in the string
+                    self.error(gen, "P002", f"the region name {gen.text[:40]} is not a valid string: {exc.args[0]}",
+                               'write a plain string such as "reduce.sum"; escapes as in JSON')
+                if not isinstance(name, str):
+                    self.error(gen, "P002", "a region name must be a string", 'write a string such as "reduce.sum"')
+                return Region(name, self.block())
             if "." not in text and text not in KEYWORDS:
                 self.next()
                 if self.accept("["):
@@ -246,7 +256,12 @@ class Parser:
         then = self.block()
         otherwise: tuple[Node, ...] = ()
         if self.accept("else"):
-            otherwise = (self.if_stmt(),) if self.at("if") else self.block()
+            if self.at("if"):  # an else-if chain nests: it counts against the nesting limit
+                self.enter()
+                otherwise = (self.if_stmt(),)
+                self.depth -= 1
+            else:
+                otherwise = self.block()
         return If(cond, then, otherwise)
 
     # --- expressions (precedence climbing)

@@ -30,6 +30,7 @@ from .nodes import (
     Store,
     Var,
 )
+from .diagnostics import nested_too_deeply
 from .scalars import format_literal
 
 __all__ = ["print_program", "print_expr"]
@@ -39,7 +40,14 @@ _INDENT = "  "
 
 
 def print_program(program: Program) -> str:
-    """The canonical text of ``program`` (ends with a newline)."""
+    """The canonical text of ``program`` (ends with a newline; V016 if it is too deep to print)."""
+    try:
+        return _print_program(program)
+    except RecursionError:
+        raise nested_too_deeply("print") from None
+
+
+def _print_program(program: Program) -> str:
     wx, wy, wz = program.workgroup_size
     lines = [f"program {program.name} workgroup({wx}, {wy}, {wz}) {{"]
     for decl in program.buffers:
@@ -105,7 +113,10 @@ def _print_node(node: Node, depth: int, out: list[str]) -> None:
 
 def print_expr(expr: Expr) -> str:
     """The text of one expression, with the fewest parentheses that parse back to it."""
-    return _expr(expr)[0]
+    try:
+        return _expr(expr)[0]
+    except RecursionError:
+        raise nested_too_deeply("print") from None
 
 
 def _wrap(part: tuple[str, int], need: int) -> str:
