@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from vyre_decl.backends.config import DispatchConfig
-from vyre_decl.ir import parse_program
+from vyre_decl.ir import VyreError, parse_program
 
 
 def test_divergent_if_else_and_early_return(run):
@@ -252,8 +252,18 @@ def test_timeout_stops_a_runaway_loop(backend):
       buffer o: write u32[1] @0
       loop k in 0u32 .. 4294967295u32 { o[0u32] = k }
     }"""
-    with pytest.raises(TimeoutError, match="Fix:"):
+    with pytest.raises(VyreError, match="Fix:") as info:
         backend.dispatch(parse_program(src), [], DispatchConfig(timeout=0.2))
+    assert info.value.codes == ["D013"]
+    # a grid of 2^31 workgroups stops between chunks of workgroups, within its deadline
+    import time
+
+    wide = parse_program("program w workgroup(64, 1, 1) {\n buffer o: write u32[4] @0\n"
+                         " if gid.x == 0u32 { o[0u32] = 1u32 }\n}")
+    t0 = time.monotonic()
+    with pytest.raises(VyreError) as info:
+        backend.dispatch(wide, [], DispatchConfig(grid=(2**31, 1, 1), timeout=0.3))
+    assert info.value.codes == ["D013"] and time.monotonic() - t0 < 3
 
 
 def test_atomic_operands_run_even_when_the_atomic_is_out_of_bounds(run):

@@ -19,6 +19,7 @@ from typing import Any, Callable, Final, Mapping, Sequence
 
 import numpy as np
 
+from ..ir.diagnostics import VyreError
 from ..ir.nodes import (
     Access,
     Assign,
@@ -451,10 +452,9 @@ def _run_block(stmts: list[StmtFn]) -> StmtFn:
 
 def _check_deadline(fr: _Frame) -> None:
     if fr.deadline is not None and time.monotonic() > fr.deadline:
-        raise TimeoutError(
-            "the reference dispatch ran past its timeout (a loop that does not end?). "
-            "Fix: check the loop bounds, or raise DispatchConfig.timeout"
-        )
+        raise VyreError.one("D013", "the reference dispatch ran past its timeout and was stopped (between "
+                            "workgroups or statements); its outputs are not returned", "reference backend",
+                            "check loop bounds and the grid, or raise DispatchConfig.timeout")
 
 
 # ============================================================================ atomics
@@ -556,6 +556,7 @@ class CompiledProgram:
                     n = nwg * wg_size
                     fr = _Frame(n)
                     fr.deadline = deadline
+                    _check_deadline(fr)  # between chunks of workgroups, too: a huge grid stops in time
                     fr.mem.update(memory)
                     fr.counts.update(counts)
                     if shared:
