@@ -71,8 +71,17 @@ def test_each_code(code, path, body, registry):
 
 
 def test_every_code_is_exercised():
-    exercised = {c for c, _, _ in CASES} | {"V003", "V015", "V016", "V017", "V020"}
-    assert exercised == {f"V{i:03d}" for i in range(1, 25)}
+    exercised = {c for c, _, _ in CASES} | {"V003", "V015", "V016", "V017", "V020", "V025"}
+    assert exercised == {f"V{i:03d}" for i in range(1, 26)}
+
+
+def test_kernel_parameters_are_bounded_before_ptxas_sees_them(registry):
+    def many(n: int) -> Program:
+        return Program(tuple(BufferDecl(f"b{i}", Access.READ, DataType.U32, binding=i) for i in range(n)), (1, 1, 1), ())
+
+    assert validate(many(341), registry) == []  # 341 x 12 bytes fit in 4096
+    found = validate(many(342), registry)
+    assert [d.code for d in found] == ["V025"] and "at most 341 buffers" in str(found[0])
 
 
 def test_zero_workgroup_dimension(registry):

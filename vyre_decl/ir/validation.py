@@ -13,6 +13,7 @@ V013 atomic op/type misuse        V014 barrier in divergent flow  V015 nesting t
 V016 expression too deep          V017 too many statements        V018 unbound variable
 V019 bad buffer declaration       V020 bad identifier             V021 bad type args/attrs
 V022 condition is not bool        V023 index is not u32           V024 bad loop bounds
+V025 too many buffers (kernel parameters)
 """
 
 from __future__ import annotations
@@ -62,6 +63,10 @@ _MAX_COUNT: Final = 2**32 - 1
 MAX_EXPR_DEPTH: Final = 128
 MAX_WORKGROUP_INVOCATIONS: Final = 1024  # what every CUDA GPU since sm_20 launches
 MAX_WORKGROUP_BYTES: Final = 48 * 1024  # static workgroup (shared) memory every CUDA GPU provides
+# a kernel takes each non-workgroup buffer's address (8 bytes) and element count (4 bytes) as a
+# parameter; PTX before ISA 8.1 allows 4 KB of parameters (what every target we emit accepts)
+MAX_PARAM_BYTES: Final = 4096
+PARAM_BYTES_PER_BUFFER: Final = 12
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,6 +249,11 @@ class _Validator:
         if shared > MAX_WORKGROUP_BYTES:
             self.error("V019", f"the workgroup buffers need {shared} bytes, more than {MAX_WORKGROUP_BYTES}", "buffers",
                        "use smaller workgroup buffers")
+        bound = sum(1 for b in p.buffers if b.access is not Access.WORKGROUP)
+        if bound * PARAM_BYTES_PER_BUFFER > MAX_PARAM_BYTES:
+            self.error("V025", f"{bound} buffers need {bound * PARAM_BYTES_PER_BUFFER} bytes of kernel parameters, more "
+                       f"than {MAX_PARAM_BYTES}", "buffers",
+                       f"use at most {MAX_PARAM_BYTES // PARAM_BYTES_PER_BUFFER} buffers (pack related data into one)")
         bindings: dict[int, str] = {}
         for i, b in enumerate(p.buffers):
             where = f"buffers[{i}]"
