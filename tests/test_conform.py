@@ -245,3 +245,33 @@ def test_unusual_op_shapes_run_or_fail_cleanly(tmp_path, monkeypatch):
     assert cert["ops"]["edge.scale[]"]["kats"] == 2
     (orphan,) = cert["ops"]["edge.orphan[]"]["failures"]
     assert orphan["kind"] == "error" and "Fix:" in orphan["message"]
+
+
+def test_cli_lists_its_commands_checks_out_first_and_replays_an_unloadable_capsule_with_a_fix(tmp_path, capsys):
+    import json as _json
+
+    import numpy as _np
+
+    from vyre_decl.conform.capsule import write_capsule
+    from vyre_decl.ir import parse_program
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    helptext = capsys.readouterr().out
+    assert "replay CAPSULE.json" in helptext and "merge OUT" in helptext
+    assert main(["--backend", "reference", "--ops", "primitive.math.add", "--out", str(tmp_path / "no" / "c.json"),
+                 "--quiet"]) == 2
+    assert "not a writable directory" in capsys.readouterr().err and not (tmp_path / "no").exists()
+    prog = parse_program("""program p workgroup(1, 1, 1) {
+      buffer a: read u32[] @0
+      buffer o: write u32[len(a)] @1
+      o[0u32] = primitive.math.min(a[0u32], 1u32)
+    }""")
+    path = write_capsule(tmp_path, "unit", prog, [_np.ones(1, _np.uint32)], None, "reference", 1, "note")
+    data = _json.loads(path.read_text())
+    assert "primitive.math.min" in data["program"]
+    data["program"] = data["program"].replace("primitive.math.min", "gone.min")  # an op this registry lacks
+    path.write_text(_json.dumps(data))
+    assert main(["replay", str(path), "--backend", "reference"]) == 2
+    err = capsys.readouterr().err
+    assert "V005" in err and "Fix:" in err

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections import defaultdict
@@ -110,7 +111,14 @@ def _table(cert: dict[str, Any]) -> str:
 
 def _run(argv: Sequence[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m vyre_decl.conform",
-                                 description="Certify a backend against the reference semantics.")
+                                 description="Certify a backend against the reference semantics.",
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="other commands:\n"
+                                        "  python -m vyre_decl.conform merge OUT SHARD.json ...   "
+                                        "one certificate from the shards' certificates\n"
+                                        "  python -m vyre_decl.conform replay CAPSULE.json [--backend NAME]   "
+                                        "re-run one failed case\n\n"
+                                        "exit status: 0 all passed, 1 a failure, 2 a usage or environment error")
     ap.add_argument("--backend", default="auto", help="auto (default), cuda, reference or a registered backend")
     ap.add_argument("--ops", action="append", default=[], metavar="GLOB", help="only ops whose id matches (repeatable)")
     ap.add_argument("--dialect", action="append", default=[], help="only ops of this dialect (repeatable)")
@@ -182,6 +190,9 @@ def _run(argv: Sequence[str]) -> int:
     if note:
         print(note, file=sys.stderr)
     out = Path(args.out)
+    if not out.parent.is_dir() or not os.access(out.parent, os.W_OK):  # refuse now, not after the run
+        return _err(f"cannot write the certificate to {out}: {out.parent} is not a writable directory. "
+                    "Fix: create the directory or pass another --out")
     capsules = Path(args.capsules) if args.capsules else out.with_name(out.stem + "-capsules")
     try:
         runner = make_runner(name)
@@ -254,6 +265,7 @@ def _replay(argv: Sequence[str]) -> int:
 
     from ..backends.reference import ReferenceBackend
     from ..backends.config import DispatchConfig
+    from ..ir.diagnostics import VyreError
     from .capsule import read_capsule
     from .isolation import CaseError, make_runner
     from .values import buffer_mismatches
@@ -267,7 +279,11 @@ def _replay(argv: Sequence[str]) -> int:
     except _UsageError as exc:
         return _err(str(exc))
     print(f"replaying {data.get('unit')} ({data.get('note', '')}) on {name}, seed {data.get('seed')}")
-    expected = ReferenceBackend().dispatch(program, inputs, DispatchConfig(grid=grid))
+    try:
+        expected = ReferenceBackend().dispatch(program, inputs, DispatchConfig(grid=grid))
+    except VyreError as exc:  # e.g. its op is no longer in the registry
+        return _err(f"the capsule's program cannot run here: {exc}\nFix: replay with the op files the capsule was "
+                    "made with (VYRE_DECL_OPS_PATH), or run the conformance again")
     runner = make_runner(name)
     try:
         actual = runner.run(program, inputs, grid)
