@@ -311,3 +311,23 @@ def test_labels_name_errors_and_open_nvtx_ranges(monkeypatch):
     monkeypatch.setattr(nvtx, "_fns", None)
     assert nvtx.available()
     np.testing.assert_array_equal(be.dispatch(VADD, [X, X], DispatchConfig(label="ranged"))[0], 2 * X)
+
+
+def test_wrap_refuses_memory_that_is_not_one_allocation_of_this_context():
+    be = vyre_decl.acquire("cuda")
+
+    class Fake:
+        def __init__(self, ptr: int, n: int) -> None:
+            self.__cuda_array_interface__ = {"shape": (n,), "typestr": "<u4", "data": (ptr, False), "version": 3}
+
+    for fake in (Fake(0x1000, 16), Fake(1 << 47, 4)):
+        with pytest.raises(VyreError) as e:
+            be.wrap(fake)
+        assert e.value.codes == ["D017"] and "Fix:" in str(e.value)
+    real = be.allocate("u32", 64)
+    with pytest.raises(VyreError) as e:  # the right allocation, a shape past its end
+        be.wrap(Fake(real.ptr + 4, real.capacity // 4))
+    assert e.value.codes == ["D017"]
+    view = be.wrap(Fake(real.ptr + 4, 8))  # inside: fine, and usable
+    assert be.download(view).tolist() == [0] * 8
+    np.testing.assert_array_equal(be.dispatch(VADD, [X, X])[0], 2 * X)  # nothing was poisoned

@@ -85,6 +85,7 @@ _PROTOTYPES: Final[dict[str, tuple[Any, ...]]] = {
     "cuMemAlloc_v2": (POINTER(CUdeviceptr), c_size_t),
     "cuMemFree_v2": (CUdeviceptr,),
     "cuMemGetInfo_v2": (POINTER(c_size_t), POINTER(c_size_t)),
+    "cuMemGetAddressRange_v2": (POINTER(CUdeviceptr), POINTER(c_size_t), CUdeviceptr),
     "cuMemHostAlloc": (POINTER(c_void_p), c_size_t, c_uint),
     "cuMemFreeHost": (c_void_p,),
     "cuMemsetD8_v2": (CUdeviceptr, ctypes.c_ubyte, c_size_t),

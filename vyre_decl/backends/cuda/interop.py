@@ -4,11 +4,12 @@
 
 from __future__ import annotations
 
-from ctypes import c_void_p
+from ctypes import byref, c_size_t, c_void_p
 from typing import Any
 
 import numpy as np
 
+from ... import libcuda as cu
 from ...ir.diagnostics import VyreError
 from .dlpack import KDL_CUDA, import_capsule
 from .memory import DeviceBuffer, Memory, dtype_of
@@ -43,7 +44,24 @@ def wrap(memory: Memory, obj: Any) -> DeviceBuffer:
     if stream:  # the producer's stream: wait for what it has queued
         memory.device.checked("cuStreamSynchronize", c_void_p(int(stream)))
     count = int(np.prod(shape)) if shape else 1
-    return memory.adopt(int(cai["data"][0]), t, count, obj)
+    ptr = int(cai["data"][0])
+    check_extent(memory, ptr, count * t.size, "wrap")
+    return memory.adopt(ptr, t, count, obj)
+
+
+def check_extent(memory: Memory, ptr: int, nbytes: int, where: str) -> None:
+    """Refuse (D017) foreign memory that is not one allocation of this backend's context: a bad
+    address would otherwise fault the next kernel and poison the context."""
+    if nbytes == 0:
+        return
+    base, size = cu.CUdeviceptr(), c_size_t()
+    result = cu.function("cuMemGetAddressRange_v2")(byref(base), byref(size), cu.CUdeviceptr(ptr))
+    if result or not (base.value <= ptr and ptr + nbytes <= base.value + size.value):
+        what = "is not device memory of this backend's context" if result else \
+            f"runs past its allocation ({ptr - base.value} + {nbytes} bytes of {size.value})"
+        raise VyreError.one("D017", f"the foreign array at 0x{ptr:x} {what}", where,
+                            "pass an array allocated on this backend's GPU (the same process and device) whose "
+                            "shape and strides lie inside its memory")
 
 
 def from_dlpack(memory: Memory, obj: Any) -> DeviceBuffer:
@@ -64,4 +82,5 @@ def from_dlpack(memory: Memory, obj: Any) -> DeviceBuffer:
     else:
         capsule = obj
     ptr, t, count, owner = import_capsule(capsule, memory.device.info.ordinal)
+    check_extent(memory, ptr, count * t.size, "from_dlpack")
     return memory.adopt(ptr, t, count, owner)
