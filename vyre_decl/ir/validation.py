@@ -219,6 +219,7 @@ class _Validator:
         self.buffers: dict[str, BufferDecl] = {}
         self.scopes: list[dict[str, tuple[DataType, bool]]] = [{}]
         self.visible: dict[str, tuple[DataType, bool]] = {}
+        self.types: dict[str, DataType] = {}  # the same names with their types alone
         self.statements = 0
         self.too_many_reported = False
 
@@ -304,6 +305,7 @@ class _Validator:
     def pop(self) -> None:
         for name in self.scopes.pop():
             del self.visible[name]
+            del self.types[name]
 
     def bind(self, name: str, dtype: DataType, loop_var: bool, path: str) -> None:
         if not is_identifier(name):
@@ -314,11 +316,11 @@ class _Validator:
             return
         self.scopes[-1][name] = (dtype, loop_var)
         self.visible[name] = (dtype, loop_var)
+        self.types[name] = dtype  # what type_of reads: kept beside visible, never rebuilt
 
     def type_of(self, e: Expr, path: str) -> DataType | None:
-        variables = {name: t for name, (t, _) in self.visible.items()}
         try:
-            return infer_type(e, path, variables, self.buffers, self.ops, 0, self.limits.max_expr_depth)
+            return infer_type(e, path, self.types, self.buffers, self.ops, 0, self.limits.max_expr_depth)
         except ExprFault as fault:
             self.diags.append(fault.diagnostic())
             return None
@@ -331,10 +333,12 @@ class _Validator:
             return
         for i, node in enumerate(body):
             self.statements += 1
-            if self.statements > self.limits.max_statements and not self.too_many_reported:
-                self.too_many_reported = True
-                self.error("V017", f"more than {self.limits.max_statements} statements", f"{path}[{i}]",
-                           "split the program")
+            if self.statements > self.limits.max_statements:  # report once, then stop: no work past the limit
+                if not self.too_many_reported:
+                    self.too_many_reported = True
+                    self.error("V017", f"more than {self.limits.max_statements} statements", f"{path}[{i}]",
+                               "split the program")
+                return
             self.node(node, f"{path}[{i}]", depth)
 
     def node(self, n: Node, path: str, depth: int) -> None:
@@ -445,9 +449,10 @@ def _divergent_barriers(program: Program) -> list[str]:
                 d = divergent or not (_uniform(n.start, varying, buffers) and _uniform(n.end, varying, buffers))
                 if d:
                     varying.add(n.var)
-                # twice: an early return late in the body makes the next iteration's barriers divergent
+                # an early return late in the body makes the next iteration's barriers divergent: walk
+                # it again then (only then: walking every loop twice is exponential in the nesting)
                 r = walk(n.body, f"{here}.body", d, returned)
-                returned = walk(n.body, f"{here}.body", d, r)
+                returned = walk(n.body, f"{here}.body", d, r) if r and not returned else r
             elif isinstance(n, (Block, Region)):
                 returned = walk(n.body, f"{here}.body", divergent, returned)
             elif isinstance(n, Return):
