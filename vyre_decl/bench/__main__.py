@@ -16,7 +16,7 @@ from typing import Sequence
 
 from .core import Row, render, to_json
 from .gpu import gpu_rows
-from .host import cold_start_rows, reference_rows
+from .host import cold_start_rows, reference_rows, validation_rows
 
 
 def _plot(rows: list[Row], path: str) -> str:
@@ -63,6 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     device = "none"
     if wanted("cpu"):
         rows += reference_rows(16 if args.quick else 24, 3 if args.quick else 7)
+        rows += validation_rows(1 if args.quick else 5)
     if wanted("cold"):
         rows += cold_start_rows(2 if args.quick else 7, "reference")
     if wanted("gpu"):

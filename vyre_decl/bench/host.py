@@ -15,7 +15,7 @@ import numpy as np
 from .core import Row, median_seconds, skipped
 from .kernels import TWO
 
-__all__ = ["reference_rows", "cold_start_rows"]
+__all__ = ["reference_rows", "cold_start_rows", "validation_rows"]
 
 _COLD = """
 import time
@@ -75,3 +75,23 @@ def cold_start_rows(runs: int, backend: str) -> list[Row]:
     return [Row(f"cold start, {backend}: {what}, beyond numpy (ms)", beyond, "import numpy", med["numpy"], "ms",
                 "lower", limit=20.0, note=f"import {med['import']:.1f}, acquire {med['acquire']:.1f}, "
                                          f"first dispatch {med['dispatch']:.1f} ms; median of {runs}")]
+
+
+def validation_rows(repeats: int) -> list[Row]:
+    """Validation of pathological but legal shapes (issue 13's limits): 64 nested loops, and a
+    100,000-statement program (refused with V017 at 8,192, without walking the rest)."""
+    from ..ir.text import parse_program
+    from ..ir.validation import validate
+    from ..registry import default_registry
+
+    registry = default_registry()
+    nested = parse_program("program p workgroup(1, 1, 1) {\n buffer o: write u32[4] @0\n"
+                           + "".join(f"loop v{j} in 0u32 .. 2u32 {{\n" for j in range(64)) + "o[0u32] = 1u32\n"
+                           + "}\n" * 64 + "}")
+    long = parse_program("program p workgroup(1, 1, 1) {\n buffer o: write u32[4] @0\nlet x0 = 1u32\n"
+                         + "".join(f"let x{i} = x{i - 1} + 1u32\n" for i in range(1, 100_000)) + "}")
+    t_nested = median_seconds(lambda: validate(nested, registry), repeats)
+    t_long = median_seconds(lambda: validate(long, registry), repeats)
+    return [Row("validate 64 nested loops (ms)", t_nested * 1e3, "", None, "ms", "lower", limit=50.0),
+            Row("validate a 100,000-statement program (s)", t_long, "", None, "s", "lower", limit=2.0,
+                note="reported as V017 (more than 8,192 statements)")]
