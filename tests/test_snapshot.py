@@ -159,3 +159,39 @@ def test_a_dotted_global_cannot_walk_to_os_system(cache, tmp_path, monkeypatch, 
     monkeypatch.chdir(tmp_path)
     assert len(load(env=False)) == STANDARD_OPS and not (tmp_path / "planted-by-snapshot").exists()
     assert "vyre_decl.registry.loader.os.system is not allowed" in caplog.text
+
+
+def test_eight_processes_filling_one_cache_at_once_all_get_the_registry(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    code = ("from vyre_decl.registry import load; r = load(env=False); "
+            "print(len(r), len(r.errors), r.get('primitive.math.add').id)")
+    env = dict(os.environ, VYRE_DECL_CACHE_DIR=str(tmp_path / "cache"))
+    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=env) for _ in range(8)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [e[-500:] for _, e in outs]
+    assert len({o for o, _ in outs}) == 1 and outs[0][0].split()[1:] == ["0", "primitive.math.add"]
+    again = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert again.returncode == 0 and again.stdout == outs[0][0]  # and the snapshot they left is sound
+
+
+def test_a_planted_op_entry_is_r034_when_first_used(cache):
+    import hashlib
+
+    from vyre_decl.ir import VyreError
+
+    load(env=False)
+    (snap,) = _snapshots(cache)
+    data = snap.read_bytes()[32:]
+    dialects, diagnostics, sources, rejected, fingerprint, raw = pickle.loads(data)
+    raw["primitive.math.add"] = pickle.dumps(12345)  # allowed by the unpickler, but not an op
+    payload = pickle.dumps((dialects, diagnostics, sources, rejected, fingerprint, raw))
+    snap.write_bytes(hashlib.sha256(payload).digest() + payload)
+    reg = load(env=False)
+    assert reg.get("primitive.math.sub").id == "primitive.math.sub"  # the others are fine
+    with pytest.raises(VyreError) as info:
+        reg.get("primitive.math.add")
+    assert info.value.codes == ["R034"] and "cache clear" in str(info.value)

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any, Final, Sequence
 
 from ..diskcache import DiskCache, cache_dir
-from ..ir.diagnostics import Diagnostic
+from ..ir.diagnostics import Diagnostic, VyreError
+from .model import OpDef
 from .registry import LazyOps, Registry
 
 __all__ = ["snapshot_key", "read_snapshot", "write_snapshot", "SNAPSHOT_FORMAT"]
@@ -98,7 +99,21 @@ def read_snapshot(key: str) -> Registry | None:
     except Exception as exc:  # noqa: BLE001 - any broken snapshot is rebuilt
         _log.warning("vyre_decl: registry snapshot %s is unreadable (%s); rebuilding it", key[:16], exc)
         return None
-    return Registry.restore(dialects, diagnostics, sources, rejected, fingerprint, LazyOps(raw, _unpickle))
+    return Registry.restore(dialects, diagnostics, sources, rejected, fingerprint, LazyOps(raw, _op))
+
+
+def _op(data: bytes) -> Any:
+    """One op of a snapshot, unpickled on first use; a payload that passed the cache's checksum but
+    is not an op (a file planted in the cache) is R034, never a raw unpickling error."""
+    try:
+        op = _unpickle(data)
+    except Exception as exc:  # noqa: BLE001 - whatever the payload does wrong, it is refused alike
+        raise VyreError.one("R034", f"an op of the registry snapshot cannot be read back ({exc})", str(_cache().root),
+                            "clear the cache: python -m vyre_decl.cache clear --kind registry") from None
+    if not isinstance(op, OpDef):
+        raise VyreError.one("R034", f"a registry snapshot entry holds a {type(op).__name__}, not an op",
+                            str(_cache().root), "clear the cache: python -m vyre_decl.cache clear --kind registry")
+    return op
 
 
 def write_snapshot(key: str, registry: Registry) -> None:
