@@ -331,3 +331,27 @@ def test_wrap_refuses_memory_that_is_not_one_allocation_of_this_context():
     view = be.wrap(Fake(real.ptr + 4, 8))  # inside: fine, and usable
     assert be.download(view).tolist() == [0] * 8
     np.testing.assert_array_equal(be.dispatch(VADD, [X, X])[0], 2 * X)  # nothing was poisoned
+
+
+def test_a_keyboard_interrupt_during_a_dispatch_leaves_the_backend_usable(monkeypatch):
+    from vyre_decl.backends.cuda import CudaBackend
+
+    with CudaBackend() as be:
+        pipe = be.compile(VADD)
+        np.testing.assert_array_equal(pipe.dispatch([X, X])[0], 2 * X)
+        device = be._device  # noqa: SLF001 - the test reaches in to interrupt the wait, as Ctrl-C would
+        real = device.synchronize
+        calls = []
+
+        def interrupted() -> None:
+            calls.append(1)
+            monkeypatch.setattr(device, "synchronize", real)
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(device, "synchronize", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            pipe.dispatch([X, 3 * X])
+        assert calls == [1]
+        for k in range(3):  # fresh arena and staging: results are right, nothing half-applied shows
+            np.testing.assert_array_equal(pipe.dispatch([X, k * X])[0], (k + 1) * X)
+        np.testing.assert_array_equal(be.dispatch(VADD, [X, X])[0], 2 * X)

@@ -191,17 +191,18 @@ class CudaPipeline:
         with dev.lock:
             self.usable()
             base = self._lease.at_least(mem, layout.total)
-            self._enqueue(arrays, counts, grid, layout, base, mem.staging, cfg.repeat, timed, launcher)
-            if cfg.timeout is None:
-                dev.synchronize()
-            else:
-                try:
+            try:
+                self._enqueue(arrays, counts, grid, layout, base, mem.staging, cfg.repeat, timed, launcher)
+                if cfg.timeout is None:
+                    dev.synchronize()
+                else:
                     dev.wait(cfg.timeout, f"the dispatch of program {self.program.name!r}")
-                except VyreError:
-                    # the kernel still owns the arena and the staging area: never hand them out again
-                    self._lease.block = None
-                    mem.abandon_staging()
-                    raise
+            except BaseException:
+                # a timeout, a Ctrl-C or a fault with work queued: that work may still use the arena
+                # and the staging area, so neither is handed out again (the backend stays usable)
+                self._lease.block = None
+                mem.abandon_staging()
+                raise
             device_s = dev.elapsed() if timed else 0.0
             outputs = self.collect(layout, mem.staging, into)
             mem.done_with_staging()
