@@ -251,21 +251,32 @@ def test_second_process_does_not_jit(tmp_path):
 
 FAULT_SCRIPT = r"""
 import json
+from ctypes import byref, c_void_p
 import numpy as np
 from vyre_decl import libcuda
 from vyre_decl.backends.cuda import CudaBackend, CudaPoisoned
-from vyre_decl.ir import parse_program
+from vyre_decl.ir import VyreError, parse_program
 be = CudaBackend()
 prog = parse_program('''program poke workgroup(64, 1, 1) {
   buffer o: read_write u32[] @0
   o[gid.x] = 1u32
 }''')
-class Bogus:  # foreign device memory at an address nobody owns
-    __cuda_array_interface__ = {"shape": (1 << 20,), "typestr": "<u4", "data": (0x10, False), "version": 3}
-pipe = be.compile(prog)
 report = {}
+class Bogus:  # foreign device memory at an address nobody owns: refused before any launch
+    __cuda_array_interface__ = {"shape": (1 << 20,), "typestr": "<u4", "data": (0x10, False), "version": 3}
 try:
-    pipe.dispatch_resident([be.wrap(Bogus())])
+    be.wrap(Bogus())
+except VyreError as e:
+    report["wrap"] = e.codes
+# a hand-written kernel in the same context that stores to address 16: a real fault
+ptx = ".version 7.8\n.target sm_75\n.address_size 64\n.visible .entry bad()\n{\n .reg .u64 %a;\n mov.u64 %a, 16;\n st.global.u32 [%a], 0;\n ret;\n}\n"
+module, _ = libcuda.load_module(ptx.encode())
+fn = c_void_p()
+libcuda.call("cuModuleGetFunction", byref(fn), module, b"bad")
+launcher = libcuda.Launcher(fn, [], (1, 1, 1))
+launcher.set_stream(c_void_p(be.stream_handle))
+launcher()
+try:
     be.synchronize()
 except libcuda.CudaError as e:
     report["fault"] = e.name
@@ -282,7 +293,7 @@ def test_fault_poisons_the_backend_in_a_subprocess():
     proc = subprocess.run([sys.executable, "-c", FAULT_SCRIPT], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert report == {"fault": "CUDA_ERROR_ILLEGAL_ADDRESS", "after": ["C002"]}
+    assert report == {"wrap": ["D017"], "fault": "CUDA_ERROR_ILLEGAL_ADDRESS", "after": ["C002"]}
 
 
 def test_cuda_array_interface_round_trip(cuda):
