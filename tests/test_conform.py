@@ -275,3 +275,20 @@ def test_cli_lists_its_commands_checks_out_first_and_replays_an_unloadable_capsu
     assert main(["replay", str(path), "--backend", "reference"]) == 2
     err = capsys.readouterr().err
     assert "V005" in err and "Fix:" in err
+
+
+def test_a_run_clears_the_capsules_an_earlier_run_left_and_nothing_else(tmp_path, capsys):
+    from vyre_decl.conform.capsule import clear_capsules, write_capsule
+    from vyre_decl.ir import parse_program
+
+    prog = parse_program("""program p workgroup(1, 1, 1) {
+      buffer o: write u32[1] @0
+      o[0u32] = 1u32
+    }""")
+    old = write_capsule(tmp_path / "c", "unit", prog, [], None, "reference", 1, "old")
+    mine = tmp_path / "c" / "notes.json"
+    mine.write_text('{"mine": true}')
+    assert main(["--backend", "reference", "--ops", "primitive.math.add", "--out", str(tmp_path / "cert.json"),
+                 "--capsules", str(tmp_path / "c")]) == 0
+    assert not old.exists() and mine.exists() and "removed 1 capsule" in capsys.readouterr().err
+    assert clear_capsules(tmp_path / "absent") == 0

@@ -15,7 +15,7 @@ from ..backends.hostio import as_storage
 from ..ir.nodes import Program
 from ..ir.text import parse_program, print_program
 
-__all__ = ["write_capsule", "read_capsule", "FORMAT"]
+__all__ = ["write_capsule", "read_capsule", "clear_capsules", "FORMAT"]
 
 FORMAT = "vyre_decl.capsule/1"
 
@@ -57,3 +57,17 @@ def read_capsule(path: Path) -> tuple[Program, list[np.ndarray], tuple[int, int,
     data["expect_arrays"] = [np.frombuffer(bytes.fromhex(e["hex"]), dtype=outputs[e["name"]].dtype.storage_dtype).copy()
                              for e in data.get("expect", [])]
     return program, inputs, grid, data  # type: ignore[return-value]
+
+
+def clear_capsules(directory: Path) -> int:
+    """Remove the capsules (and only capsules: JSON files of this format) a run left in
+    ``directory``; returns how many."""
+    removed = 0
+    for path in sorted(directory.glob("*.json")) if directory.is_dir() else ():
+        try:
+            if json.loads(path.read_text()).get("format") == FORMAT:
+                path.unlink()
+                removed += 1
+        except (OSError, ValueError, AttributeError):
+            continue  # not ours, or unreadable: left alone
+    return removed

@@ -156,6 +156,7 @@ def _run(argv: Sequence[str]) -> int:
 
     from .._version import __version__
     from ..registry import default_registry
+    from .capsule import clear_capsules
     from .certificate import build, corpus_fingerprint
     from .corpus import corpus_dir, load_corpus
     from .isolation import CaseError, make_runner
@@ -186,7 +187,7 @@ def _run(argv: Sequence[str]) -> int:
         name, note = _pick_backend(args.backend)
     except _UsageError as exc:
         return _err(str(exc))
-    progress = (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
+    progress = (lambda s: None) if args.quiet else _progress(sys.stderr)
     if note:
         print(note, file=sys.stderr)
     out = Path(args.out)
@@ -194,6 +195,9 @@ def _run(argv: Sequence[str]) -> int:
         return _err(f"cannot write the certificate to {out}: {out.parent} is not a writable directory. "
                     "Fix: create the directory or pass another --out")
     capsules = Path(args.capsules) if args.capsules else out.with_name(out.stem + "-capsules")
+    removed = clear_capsules(capsules)  # an earlier run's capsules would read as this run's failures
+    if removed:
+        progress(f"removed {removed} capsule(s) of an earlier run from {capsules}")
     try:
         runner = make_runner(name)
     except CaseError as err:
@@ -206,6 +210,7 @@ def _run(argv: Sequence[str]) -> int:
         results = run_units(conf, mine, len(mine), progress)
         if args.accuracy:
             measure_accuracy(runner, mine, results, args.accuracy, args.seed, progress)
+        progress("")
     finally:
         runner.close()
     header = {
@@ -226,6 +231,16 @@ def _run(argv: Sequence[str]) -> int:
         "elapsed_s": round(time.perf_counter() - t0, 3),
     }
     return _finish(build(header, results), out, args.json)
+
+
+def _progress(stream: Any) -> Any:
+    """Progress lines: on a terminal one line rewritten in place, elsewhere one line each."""
+    if not stream.isatty():
+        return lambda s: print(s, file=stream, flush=True) if s else None
+
+    def show(s: str) -> None:  # a failing unit keeps its line; "" clears the line for what follows
+        print("\r\033[K" + s[:200], end="\n" if s.endswith("FAIL") else "", file=stream, flush=True)
+    return show
 
 
 def _finish(cert: dict[str, Any], out: Path, as_json: bool) -> int:
