@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..ir.types import DataType
+from .units import Failure
 from .values import from_bits
 
 if TYPE_CHECKING:
     from .isolation import Runner
     from ..registry.model import OpDef
-    from .runner import Unit, UnitResult
+    from .units import Unit, UnitResult
 
 __all__ = ["Function", "functions", "function_for", "oracle", "ulp_error", "round_to", "same", "sample_inputs",
            "measure", "measure_accuracy", "kat_inputs",
@@ -225,7 +226,6 @@ def measure_accuracy(runner: Runner, units: Sequence[Unit], results: Mapping[str
 
     from .isolation import CaseError
     from .oneop import one_op_program
-    from .runner import Failure
 
     for unit in units:
         op, binding = unit.op, unit.binding

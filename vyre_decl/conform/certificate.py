@@ -14,7 +14,7 @@ from collections import Counter
 from typing import Any, Iterable, Mapping
 
 from .corpus import CorpusProgram
-from .runner import UnitResult
+from .units import UnitResult
 
 __all__ = ["SCHEMA", "build", "merge", "content", "corpus_fingerprint", "CertificateError"]
 

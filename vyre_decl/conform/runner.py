@@ -18,10 +18,8 @@ meets them, or the reference also breaks a law or most of the KATs: the referenc
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
@@ -37,88 +35,15 @@ from .corpus import CorpusProgram, make_inputs
 from .isolation import CaseError, Runner
 from .laws import check_laws
 from .oneop import one_op_program
-from .routines import routine_unit_keys, run_routine
+from .routines import run_routine
 from .shrink import shrink_op_case, shrink_program_inputs
+from .units import PROGRAM_SIZES, Failure, Unit, UnitResult, select_units, types_key
 from .values import buffer_mismatches, from_bits, mismatches, to_bits
 from .witnesses import random_bits, sweep, witnesses
 
 __all__ = ["Unit", "UnitResult", "Failure", "Conformance", "PROGRAM_SIZES", "select_units"]
 
-PROGRAM_SIZES = (0, 1, 7, 64, 65, 1000, 4097)
 _MAX_REPORTED = 3  # failures detailed per unit
-
-
-@dataclass(frozen=True)
-class Unit:
-    key: str
-    kind: str  # "op" | "program" | "routine"
-    op: OpDef | None = None
-    binding: Binding = ()
-    program: CorpusProgram | None = None
-    size: int = 0
-    routine: Any = None  # (RoutineDef, its binding) of a routine unit
-
-
-@dataclass
-class Failure:
-    kind: str
-    message: str
-    details: dict[str, Any] = field(default_factory=dict)
-    capsule: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"kind": self.kind, "message": self.message}
-        if self.details:
-            d["details"] = self.details
-        if self.capsule:
-            d["capsule"] = self.capsule
-        return d
-
-
-@dataclass
-class UnitResult:
-    key: str
-    cases: int = 0
-    passed: int = 0
-    laws_checked: int = 0
-    laws_failed: int = 0
-    kats: int = 0
-    failures: list[Failure] = field(default_factory=list)
-    accuracy: dict[str, Any] | None = None  # --accuracy: error against the true function on a sample
-
-    @property
-    def failed(self) -> int:
-        return self.cases - self.passed
-
-    @property
-    def verdict(self) -> str:
-        return "fail" if self.failures or self.failed or self.laws_failed else "pass"
-
-
-def _types_key(binding: Binding) -> str:
-    return ",".join(t.value for t in binding)
-
-
-def select_units(registry: Registry, corpus: Sequence[CorpusProgram], ops: Sequence[str] = (),
-                 dialects: Sequence[str] = (), programs: bool = True, routines: Sequence[str] | None = (),
-                 with_ops: bool = True) -> list[Unit]:
-    """Every unit, in the fixed order that sharding and merging rely on."""
-    units = []
-    for op in registry if with_ops else ():
-        if ops and not any(fnmatch.fnmatchcase(op.id, g) for g in ops):
-            continue
-        if dialects and op.dialect not in dialects:
-            continue
-        for b in op.bindings():
-            units.append(Unit(f"op:{op.id}[{_types_key(b)}]", "op", op=op, binding=b))
-    if programs:
-        for entry in corpus:
-            for size in PROGRAM_SIZES:
-                units.append(Unit(f"program:{entry.name}@{size}", "program", program=entry, size=size))
-    if routines is not None:  # None: no routines; () every routine; else the ids matching these globs
-        for key, d, binding, size in routine_unit_keys(routines):
-            units.append(Unit(key, "routine", size=size, routine=(d, binding)))
-    return units
 
 
 def _rng(seed: int, key: str) -> np.random.Generator:
@@ -318,7 +243,7 @@ class Conformance:
         alone = len(cols[0]) == 1 if cols else True
         details: dict[str, Any] = {
             "op": op.id,
-            "types": _types_key(binding),
+            "types": types_key(binding),
             "inputs": _inputs_shown(op, types, cols, j),
             "expected": _show(out_t, exp[j]),
             "actual": _show(out_t, got[j]),
@@ -363,7 +288,7 @@ class Conformance:
                 reference_wrong = (self.runner.name != "reference" and backend_meets_kat) or law_broken or \
                     len(ref_bad) * 2 > n
                 kind = "reference" if reference_wrong else "kat"
-                details: dict[str, Any] = {"op": op.id, "types": _types_key(binding),
+                details: dict[str, Any] = {"op": op.id, "types": types_key(binding),
                                            "inputs": _inputs_shown(op, types, args, j), "known_answer": _show(out_t, want[j]), "reference": _show(out_t, ref[j]),
                            "backend": _show(out_t, got[j])}
                 why = ("the backend meets the known answer" if backend_meets_kat and self.runner.name != "reference"
@@ -378,13 +303,13 @@ class Conformance:
                                                                   [a[j: j + 1] for a in args], None, "known answer",
                                                                   [want[j: j + 1]])))
             for j in sorted(backend_bad - ref_bad)[:_MAX_REPORTED]:
-                details = {"op": op.id, "types": _types_key(binding), "inputs": _inputs_shown(op, types, args, j),
+                details = {"op": op.id, "types": types_key(binding), "inputs": _inputs_shown(op, types, args, j),
                            "expected": _show(out_t, ref[j]), "actual": _show(out_t, got[j])}
                 res.failures.append(Failure("backend", f"known answer {op.id}: backend gives {details['actual']['dec']}"
                                             f", expected {details['expected']['dec']}", details))
 
     def _laws(self, res: UnitResult, op: OpDef, binding: Binding, ref_laws: list[Any], samples: list[int]) -> None:
-        where = f"{op.id}[{_types_key(binding)}]"
+        where = f"{op.id}[{types_key(binding)}]"
         if not ref_laws or _record_laws(res, ref_laws, "law", "registry error: the declared law {law} does not hold "
                                         "on the reference for " + where):
             return  # a wrong law says nothing about the backend
