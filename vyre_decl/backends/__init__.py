@@ -139,7 +139,9 @@ class GraphBackend(ResidentBackend, Protocol):
 @dataclass(frozen=True)
 class BackendInfo:
     """How to make a backend. ``factory`` is a callable or a ``"module:attribute"`` path;
-    ``available`` (callable or path) says whether it can run here (e.g. a GPU is present)."""
+    ``available`` (callable or path) says whether it can run here (e.g. a GPU is present);
+    ``contained``: a fault of this backend cannot take the process down (pure Python and numpy),
+    so conformance may run it in-process instead of in a worker subprocess."""
 
     name: str
     factory: Callable[[], Backend] | str
@@ -148,6 +150,7 @@ class BackendInfo:
     available: Callable[[], bool] | str | None = None
     source: str = "vyre_decl"
     summary: str = ""
+    contained: bool = False
 
     def is_available(self) -> bool:
         check = _resolve(self.available) if self.available is not None else None
@@ -272,6 +275,7 @@ register_backend(
         precedence=0,
         capabilities=frozenset({"f64", "i64", "atomics", "workgroup_memory", "workgroup_atomics", "exact_f32"}),
         summary="CPU reference interpreter (numpy); the executable semantics",
+        contained=True,
     )
 )
 

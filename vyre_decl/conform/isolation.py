@@ -97,7 +97,7 @@ def _serve(conn: Any, backend_name: str) -> None:
             outputs = backend.dispatch(loads(program_json), inputs, DispatchConfig(grid=grid))
             conn.send(("ok", outputs))
         except Exception as exc:  # noqa: BLE001
-            sticky = bool(getattr(exc, "sticky", False)) or type(exc).__name__ == "CudaPoisoned"
+            sticky = bool(getattr(exc, "sticky", False))  # a driver error, or a poisoned backend
             text = f"{type(exc).__name__}: {exc}"
             if not isinstance(exc, (ValueError, RuntimeError)):
                 text += "\n" + traceback.format_exc(limit=3)
@@ -170,9 +170,10 @@ class IsolatedRunner:
 
 
 def make_runner(backend_name: str) -> Runner:
-    """In-process for the reference backend, a worker subprocess for everything else."""
-    if backend_name == "reference":
-        from ..backends import acquire
+    """In-process for a backend whose faults are contained (the reference), a worker subprocess
+    for every other."""
+    from ..backends import acquire, list_backends
 
-        return InProcessRunner(acquire("reference"))
+    if any(info.name == backend_name and info.contained for info in list_backends()):
+        return InProcessRunner(acquire(backend_name))
     return IsolatedRunner(backend_name)

@@ -71,6 +71,8 @@ def _loads(target: Target) -> bool:
 class CudaPoisoned(VyreError):
     """The CUDA context hit a sticky error; nothing more can run in this process."""
 
+    sticky = True  # like the driver error that caused it: callers test the attribute, not the class name
+
 
 @dataclass(frozen=True)
 class Occupancy:
