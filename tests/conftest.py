@@ -15,6 +15,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 # every test process (and the processes tests start) caches in a fresh directory, never in ~/.cache
 os.environ.setdefault("VYRE_DECL_CACHE_DIR", tempfile.mkdtemp(prefix="vyre_decl_test_cache_"))
+# the suite tests the standard ops: a user's extra op directories must not change what it counts
+# (the tests of VYRE_DECL_OPS_PATH itself set it for themselves)
+os.environ.pop("VYRE_DECL_OPS_PATH", None)
 
 from vyre_decl.backends.config import DispatchConfig  # noqa: E402
 from vyre_decl.backends.reference import ReferenceBackend  # noqa: E402
