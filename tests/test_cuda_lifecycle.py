@@ -355,3 +355,61 @@ def test_a_keyboard_interrupt_during_a_dispatch_leaves_the_backend_usable(monkey
         for k in range(3):  # fresh arena and staging: results are right, nothing half-applied shows
             np.testing.assert_array_equal(pipe.dispatch([X, k * X])[0], (k + 1) * X)
         np.testing.assert_array_equal(be.dispatch(VADD, [X, X])[0], 2 * X)
+
+
+CONCURRENT_SCRIPT = r"""
+import json, sys
+import numpy as np
+from vyre_decl.backends.cuda import CudaBackend
+from vyre_decl.ir import parse_program
+k = int(sys.argv[1])
+be = CudaBackend()
+x = np.arange(1000, dtype=np.uint32)
+got = []
+for j in (0, 1, 2, k):  # three programs every process compiles, one of its own
+    p = parse_program(f'''program add{j} workgroup(64, 1, 1) {{
+      buffer a: read u32[] @0
+      buffer o: write u32[len(a)] @1
+      let i = gid.x
+      if i < len(o) {{ o[i] = a[i] + {j}u32 }}
+    }}''')
+    got.append(bool((be.dispatch(p, [x])[0] == x + j).all()))
+print(json.dumps({"ok": got, "jit": be.telemetry()["jit_compiles"]}))
+"""
+
+
+def test_eight_processes_compiling_into_one_cache_and_a_damaged_or_read_only_cache(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    root = os.pathsep.join(filter(None, [str(__import__("pathlib").Path(__file__).resolve().parent.parent),
+                                         os.environ.get("PYTHONPATH")]))
+    env = dict(os.environ, VYRE_DECL_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=root)
+    procs = [subprocess.Popen([sys.executable, "-c", CONCURRENT_SCRIPT, str(10 + k)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env) for k in range(8)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [e[-800:] for _, e in outs]
+    assert all(json.loads(o.splitlines()[-1])["ok"] == [True] * 4 for o, _ in outs)
+    # damage every cached cubin and PTX (truncate half, flip bytes in the rest): rebuilt, right answers
+    for i, path in enumerate(p for p in (tmp_path / "cache").rglob("*") if p.is_file() and p.parent.parent.name
+                             in ("cubin", "ptx")):
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) // 2] if i % 2 else bytes(b ^ 0x5A for b in data))
+    again = subprocess.run([sys.executable, "-c", CONCURRENT_SCRIPT, "10"], capture_output=True, text=True, env=env,
+                           timeout=300)
+    assert again.returncode == 0, again.stderr[-800:]
+    assert json.loads(again.stdout.splitlines()[-1])["ok"] == [True] * 4
+    # a cache directory that cannot be written: run uncached, still right
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    try:
+        env_ro = dict(env, VYRE_DECL_CACHE_DIR=str(ro / "cache"))
+        done = subprocess.run([sys.executable, "-c", CONCURRENT_SCRIPT, "11"], capture_output=True, text=True,
+                              env=env_ro, timeout=300)
+        assert done.returncode == 0, done.stderr[-800:]
+        assert json.loads(done.stdout.splitlines()[-1])["ok"] == [True] * 4
+    finally:
+        ro.chmod(0o700)
