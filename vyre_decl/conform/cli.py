@@ -135,6 +135,9 @@ def _run(argv: Sequence[str]) -> int:
     ap.add_argument("--accuracy", nargs="?", type=int, const=2000, default=0, metavar="N",
                     help="also measure each float function's error in ULP against mpmath on N sampled inputs "
                     "(default 2000) per op x type, failing where it exceeds the op's declared budget")
+    ap.add_argument("--fuzz", type=int, default=0, metavar="N",
+                    help="instead of certifying: run N generated programs on the backend and the reference and "
+                    "compare them bit for bit (seeds from --seed); mismatches become replay capsules")
     ap.add_argument("--json", action="store_true", help="print the certificate on stdout instead of the table")
     ap.add_argument("--quiet", action="store_true", help="no progress on stderr")
     args = ap.parse_args(argv)
@@ -148,6 +151,8 @@ def _run(argv: Sequence[str]) -> int:
         return _err("--cases must be >= 0")
     if args.accuracy < 0:
         return _err("--accuracy must be >= 0")
+    if args.fuzz < 0:
+        return _err("--fuzz must be >= 0")
     if args.accuracy:
         try:
             import mpmath  # type: ignore[import-untyped]  # noqa: F401 - a test dependency, needed only here
@@ -202,6 +207,8 @@ def _run(argv: Sequence[str]) -> int:
         runner = make_runner(name)
     except CaseError as err:
         return _err(f"cannot start the {name} backend: {err}")
+    if args.fuzz:
+        return _fuzz(runner, registry, args.fuzz, args.seed, progress, capsules)
     started, t0 = _now(), time.perf_counter()
     try:
         conf = Conformance(runner, registry, seed=args.seed, cases=args.cases, capsule_dir=capsules)
@@ -231,6 +238,21 @@ def _run(argv: Sequence[str]) -> int:
         "elapsed_s": round(time.perf_counter() - t0, 3),
     }
     return _finish(build(header, results), out, args.json)
+
+
+def _fuzz(runner: Any, registry: Any, count: int, seed: int, progress: Any, capsules: Path) -> int:
+    from .fuzz import run_fuzz
+
+    t0 = time.perf_counter()
+    try:
+        ran, problems = run_fuzz(runner, registry, count, seed, progress, capsules)
+    finally:
+        runner.close()
+    progress("")
+    for line in problems:
+        print(line)
+    print(f"fuzz on {runner.name}: {ran} programs, {len(problems)} mismatches, {time.perf_counter() - t0:.1f} s")
+    return 1 if problems else 0
 
 
 def _progress(stream: Any) -> Any:
