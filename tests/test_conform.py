@@ -105,6 +105,8 @@ def test_a_backend_bug_is_reported_with_a_minimised_counterexample(tmp_path):
     assert f.details["inputs"]["a"]["dec"] == "112" and f.details["inputs"]["b"]["dec"] == "0"  # 0x70, shrunk
     assert f.details["expected"]["dec"] == "112" and f.details["actual"]["dec"] == "113"
     assert (tmp_path / f.capsule).is_file()
+    # every failure kind gets a replay capsule, the backend's known-answer failures included
+    assert all(g.capsule and (tmp_path / g.capsule).is_file() for g in r.failures if g.kind == "backend")
     r = conf.run(units["program:01_vadd_u32@1000"])
     f = r.failures[0]
     assert f.kind == "backend" and f.details["buffer"] == "out" and f.details["index"] == 5
@@ -292,3 +294,23 @@ def test_a_run_clears_the_capsules_an_earlier_run_left_and_nothing_else(tmp_path
                  "--capsules", str(tmp_path / "c")]) == 0
     assert not old.exists() and mine.exists() and "removed 1 capsule" in capsys.readouterr().err
     assert clear_capsules(tmp_path / "absent") == 0
+
+
+class _KatBuggy(_Buggy):
+    """Wrong for a = 1 only: the known answer add(1, 2) = 3 catches it."""
+
+    def dispatch(self, program, inputs, config=None):
+        outs = self.inner.dispatch(program, inputs, config)
+        if program.name == "primitive_math_add_u32":
+            a = np.asarray(inputs[0])
+            outs[0] = np.where(a == 1, outs[0] + np.uint32(1), outs[0])
+        return outs
+
+
+def test_a_backend_known_answer_failure_has_a_replay_capsule(tmp_path):
+    reg = default_registry()
+    conf = Conformance(InProcessRunner(_KatBuggy()), reg, capsule_dir=tmp_path)
+    unit = next(u for u in select_units(reg, [], ops=["primitive.math.add"], programs=False)
+                if u.key == "op:primitive.math.add[u32]")
+    kat_failures = [f for f in conf.run(unit).failures if f.message.startswith("known answer primitive.math.add")]
+    assert kat_failures and all(f.capsule and (tmp_path / f.capsule).is_file() for f in kat_failures)

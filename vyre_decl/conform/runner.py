@@ -306,7 +306,10 @@ class Conformance:
                 details = {"op": op.id, "types": types_key(binding), "inputs": _inputs_shown(op, types, args, j),
                            "expected": _show(out_t, ref[j]), "actual": _show(out_t, got[j])}
                 res.failures.append(Failure("backend", f"known answer {op.id}: backend gives {details['actual']['dec']}"
-                                            f", expected {details['expected']['dec']}", details))
+                                            f", expected {details['expected']['dec']}", details,
+                                            self._capsule(op.id + "-kat", one_op_program(op, binding, kat.attrs),
+                                                          [a[j: j + 1] for a in args], None, "known answer (backend)",
+                                                          [want[j: j + 1]])))
 
     def _laws(self, res: UnitResult, op: OpDef, binding: Binding, ref_laws: list[Any], samples: list[int]) -> None:
         where = f"{op.id}[{types_key(binding)}]"
