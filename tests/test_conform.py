@@ -314,3 +314,25 @@ def test_a_backend_known_answer_failure_has_a_replay_capsule(tmp_path):
                 if u.key == "op:primitive.math.add[u32]")
     kat_failures = [f for f in conf.run(unit).failures if f.message.startswith("known answer primitive.math.add")]
     assert kat_failures and all(f.capsule and (tmp_path / f.capsule).is_file() for f in kat_failures)
+
+
+def test_a_known_answer_capsule_replays_against_the_registry_of_the_replay(tmp_path, capsys):
+    import json as _json
+
+    reg = default_registry()
+    conf = Conformance(InProcessRunner(_KatBuggy()), reg, capsule_dir=tmp_path)
+    unit = next(u for u in select_units(reg, [], ops=["primitive.math.add"], programs=False)
+                if u.key == "op:primitive.math.add[u32]")
+    capsule = next(f.capsule for f in conf.run(unit).failures if f.message.startswith("known answer"))
+    path = tmp_path / capsule
+    data = _json.loads(path.read_text())
+    assert data["kat"]["op"] == "primitive.math.add" and data["kat"]["inputs"] == [1, 2]
+    assert main(["replay", str(path), "--backend", "reference"]) == 0  # the reference meets add(1, 2) = 3
+    assert "meets the known answer [3]" in capsys.readouterr().out
+    data["expect"][0]["hex"] = "ffffffff"  # a stale answer stored in the capsule is not what is checked
+    path.write_text(_json.dumps(data))
+    assert main(["replay", str(path), "--backend", "reference"]) == 0
+    data["kat"]["inputs"] = [123456, 7]  # an answer the registry no longer has
+    path.write_text(_json.dumps(data))
+    assert main(["replay", str(path), "--backend", "reference"]) == 0
+    assert "no longer in the registry" in capsys.readouterr().out

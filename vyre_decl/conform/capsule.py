@@ -15,22 +15,26 @@ from ..backends.hostio import as_storage
 from ..ir.nodes import Program
 from ..ir.text import parse_program, print_program
 
-__all__ = ["write_capsule", "read_capsule", "clear_capsules", "FORMAT"]
+__all__ = ["write_capsule", "read_capsule", "clear_capsules", "current_known_answer", "FORMAT"]
 
 FORMAT = "vyre_decl.capsule/1"
 
 
 def write_capsule(directory: Path, unit: str, program: Program, inputs: list[np.ndarray],
                   grid: tuple[int, int, int] | None, backend: str, seed: int, note: str,
-                  expect: list[np.ndarray] | None = None) -> Path:
+                  expect: list[np.ndarray] | None = None, kat: dict[str, Any] | None = None) -> Path:
     """Write a capsule for a failing case (``expect``: known answers for the first outputs, when
-    the case is a known-answer test); returns its path."""
+    the case is a known-answer test, and ``kat`` where the answer came from: op id, binding,
+    attributes and input bits, so that a replay reads the registry's current answer); returns its
+    path."""
     items = []
     for decl, arr in zip(program.inputs, inputs):
         raw = as_storage(decl, arr)
         items.append({"name": decl.name, "type": decl.dtype.value, "count": int(raw.size), "hex": raw.tobytes().hex()})
     data = {"format": FORMAT, "unit": unit, "backend": backend, "seed": seed, "note": note,
             "grid": list(grid) if grid else None, "program": print_program(program), "inputs": items}
+    if kat is not None:
+        data["kat"] = kat
     if expect is not None:
         data["expect"] = [{"name": d.name, "hex": as_storage(d, np.asarray(e)).tobytes().hex()}
                           for d, e in zip(program.outputs, expect)]
@@ -71,3 +75,20 @@ def clear_capsules(directory: Path) -> int:
         except (OSError, ValueError, AttributeError):
             continue  # not ours, or unreadable: left alone
     return removed
+
+
+def current_known_answer(kat: dict[str, Any], registry: Any) -> int | None:
+    """The known answer's bits for these inputs in ``registry`` now, or None when the op or that
+    known answer is gone (a KAT capsule replays against the registry of the replay, not the run)."""
+    if kat.get("op") not in registry:
+        return None
+    op = registry.get(kat["op"])
+    binding = tuple(kat.get("binding", ()))
+    attrs = tuple(tuple(a) for a in kat.get("attrs", ()))
+    inputs = tuple(kat.get("inputs", ()))
+    for k in op.kats:
+        if tuple(t.value for t in k.binding) == binding and tuple(k.attrs) == attrs:
+            for case in k.cases:
+                if tuple(case[:-1]) == inputs:
+                    return int(case[-1])
+    return None

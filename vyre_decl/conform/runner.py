@@ -107,10 +107,11 @@ class Conformance:
         return outputs[0]  # the result (for atomics: the new memory values)
 
     def _capsule(self, unit: str, program: Any, inputs: list[np.ndarray], grid: Any, note: str,
-                 expect: list[np.ndarray] | None = None) -> str | None:
+                 expect: list[np.ndarray] | None = None, kat: dict[str, Any] | None = None) -> str | None:
         if self.capsule_dir is None:
             return None
-        path = write_capsule(self.capsule_dir, unit, program, inputs, grid, self.runner.name, self.seed, note, expect)
+        path = write_capsule(self.capsule_dir, unit, program, inputs, grid, self.runner.name, self.seed, note, expect,
+                             kat)
         return path.name  # relative to the certificate's capsule directory, so shards merge exactly
 
     # ------------------------------------------------------------------ units
@@ -301,7 +302,7 @@ class Conformance:
                     f"reference gives {details['reference']['dec']} ({why}: the {'reference' if kind == 'reference' else 'KAT'} "
                     f"is probably wrong)", details, self._capsule(op.id + "-kat", one_op_program(op, binding, kat.attrs),
                                                                   [a[j: j + 1] for a in args], None, "known answer",
-                                                                  [want[j: j + 1]])))
+                                                                  [want[j: j + 1]], _kat_origin(op, kat, j))))
             for j in sorted(backend_bad - ref_bad)[:_MAX_REPORTED]:
                 details = {"op": op.id, "types": types_key(binding), "inputs": _inputs_shown(op, types, args, j),
                            "expected": _show(out_t, ref[j]), "actual": _show(out_t, got[j])}
@@ -309,7 +310,7 @@ class Conformance:
                                             f", expected {details['expected']['dec']}", details,
                                             self._capsule(op.id + "-kat", one_op_program(op, binding, kat.attrs),
                                                           [a[j: j + 1] for a in args], None, "known answer (backend)",
-                                                          [want[j: j + 1]])))
+                                                          [want[j: j + 1]], _kat_origin(op, kat, j))))
 
     def _laws(self, res: UnitResult, op: OpDef, binding: Binding, ref_laws: list[Any], samples: list[int]) -> None:
         where = f"{op.id}[{types_key(binding)}]"
@@ -396,6 +397,12 @@ class Conformance:
                        f"{(details['actual'] or {}).get('dec')} on the backend, {(details['expected'] or {}).get('dec')} "
                        f"on the reference ({bad.size} elements differ; inputs shrunk to sizes {details['shrunk_to']})",
                        details, capsule)
+
+
+def _kat_origin(op: OpDef, kat: Any, j: int) -> dict[str, Any]:
+    """Where known answer ``j`` of ``kat`` comes from, for its capsule (see capsule.current_known_answer)."""
+    return {"op": op.id, "binding": [t.value for t in kat.binding], "attrs": [list(a) for a in kat.attrs],
+            "inputs": [int(v) for v in kat.cases[j][:-1]]}
 
 
 def run_units(conf: Conformance, units: Iterable[Unit], total: int, progress: Callable[[str], None]) -> dict[str, UnitResult]:
