@@ -202,7 +202,8 @@ class CallPlan:
 def prepare(program: Program, inputs: Sequence[Any] | Mapping[str, Any], config: DispatchConfig,
             plan: CallPlan | None = None) -> Launch:
     """Check ``inputs`` against the program and build the launch arguments (with the program's
-    ``plan`` when the caller keeps one)."""
+    ``plan`` when the caller keeps one). ``config`` has passed ``check_config`` (every backend
+    checks a config once, before it reads it)."""
     plan = plan or CallPlan(program)
     expected = program.inputs
     if isinstance(inputs, Mapping):
@@ -246,7 +247,6 @@ def prepare(program: Program, inputs: Sequence[Any] | Mapping[str, Any], config:
     workgroup = config.workgroup or program.workgroup_size
     if len(workgroup) != 3 or any(not isinstance(v, int) or v < 1 for v in workgroup):
         raise _fail("D008", f"bad workgroup override {workgroup!r}", "DispatchConfig.workgroup", "give three positive integers")
-    check_config(config)
     if config.grid is not None:
         grid = tuple(config.grid)
         if len(grid) != 3 or any(not isinstance(v, int) or v < 0 for v in grid):

@@ -68,8 +68,8 @@ class CudaPipeline:
         """``release`` is called once this pipeline is garbage: its module may be unloaded then
         (not at ``close()``, since graphs captured from it keep launching its function).
         ``vector_function``: the vectorised entry of a map-shaped program, launched (on a grid
-        VECTOR_LANES times smaller) whenever the grid is inferred."""
-        check_config(config)
+        VECTOR_LANES times smaller) whenever the grid is inferred. ``config`` was checked by
+        ``CudaBackend.compile``."""
         self.device, self.memory = device, memory
         self.program, self.ptx, self.config = program, module, config
         self.function, self.vector_function = function, vector_function
@@ -148,7 +148,7 @@ class CudaPipeline:
 
     def _prepare(self, inputs: Sequence[Any] | Mapping[str, Any], cfg: DispatchConfig
                  ) -> tuple[list[np.ndarray], dict[str, int], tuple[int, int, int], Layout, cu.Launcher]:
-        if cfg is not self.config:  # the pipeline's own config was checked when it was made
+        if cfg is not self.config:  # the pipeline's own config was checked at compile
             check_workgroup(self.program, cfg)
         vector = self.vector_launcher is not None and cfg.grid is None  # inferred grid: vectorised entry
         fast = self.plan.fast(inputs, cfg, VECTOR_LANES if vector else 1)
