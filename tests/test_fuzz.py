@@ -1,6 +1,8 @@
 """The program generator of differential fuzzing (issue 13, item 4): 1,000 generated programs are
-valid, survive print and parse, run on the reference backend, and their kernels pass ptxas; the
-``--fuzz`` command runs them against a backend and counts mismatches."""
+valid, survive print and parse, run on the reference backend, and their kernels pass ptxas; they
+cover every statement kind, workgroup memory with barriers, order-free atomics, every storage
+type and every op but the order-dependent atomics; a NaN reaches an op that shows NaN bits only
+as a literal; the ``--fuzz`` command counts mismatches and minimises each one."""
 
 from __future__ import annotations
 
@@ -9,9 +11,20 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from vyre_decl.conform.cli import main
+import json
+
+import numpy as np
+
+from vyre_decl.backends.reference import ReferenceBackend
 from vyre_decl.conform.fuzz import FuzzOps, check_program, random_program
+from vyre_decl.conform.fuzzrun import run_fuzz
+from vyre_decl.conform.isolation import InProcessRunner
 from vyre_decl.emit import assemble, emit, find_ptxas
-from vyre_decl.ir.nodes import Atomic, If, Load, Loop, Op, Select, Store
+from vyre_decl.ir.nodes import (Access, Atomic, Barrier, Block, Id, IdKind, If, Let, Lit, Load, Loop, Op, Region, Return,
+                                Select, Store, Var)
+from vyre_decl.ir.text import parse_program
+from vyre_decl.ir.types import DataType
+from vyre_decl.ir.validation import infer_type
 from vyre_decl.ir.walk import body_exprs, statements
 from vyre_decl.registry import default_registry
 
@@ -23,17 +36,74 @@ PROGRAMS = [random_program(seed, OPS) for seed in range(1000)]
 def test_a_thousand_generated_programs_are_valid_round_trip_and_run_on_the_reference():
     for seed, program in enumerate(PROGRAMS):
         outputs = check_program(program, REG, seed)
-        assert len(outputs) == 1 and outputs[0].size >= 1
+        assert len(outputs) == len(program.outputs) and outputs[-1].size >= 1
 
 
 def test_the_generator_covers_the_language_and_the_library():
     nodes = {type(n) for p in PROGRAMS for n in statements(p.body)}
     exprs = [e for p in PROGRAMS for e in body_exprs(p.body)]
-    assert {If, Loop, Store} <= nodes and {Select, Load, Op} <= {type(e) for e in exprs}
-    assert not any(isinstance(e, Atomic) for e in exprs)  # not generated yet: order-dependent results
-    used = {e.op for e in exprs if isinstance(e, Op)}
-    assert len(used) >= 100, len(used)  # of the ops whose types the generator draws
+    assert {If, Loop, Store, Block, Region, Return, Barrier} <= nodes and {Select, Load, Op, Atomic} <= {type(e) for e in exprs}
+    used = {e.op for e in exprs if isinstance(e, (Op, Atomic))}
+    order_dependent = {"primitive.atomic.exchange", "primitive.atomic.compare_exchange"}
+    assert used == {op.id for op in REG} - order_dependent, {op.id for op in REG} - order_dependent - used
+    buffers = [b for p in PROGRAMS for b in p.buffers]
+    assert {b.dtype for b in buffers} == set(DataType)  # every storage type, 64-bit and narrow ones included
+    assert {Access.READ, Access.READ_WRITE, Access.WRITE, Access.WORKGROUP} == {b.access for b in buffers}
     assert random_program(5, OPS) == random_program(5, OPS)  # seeded: the same program every time
+
+
+def test_atomic_old_values_and_accumulators_are_never_read():
+    """The old value of an atomic and the accumulator's elements depend on the order of the
+    updates, so nothing reads them: the outputs are the same in any order."""
+    for p in PROGRAMS:
+        atomic_lets = {n.name for n in statements(p.body) if getattr(n, "value", None).__class__ is Atomic}
+        for e in body_exprs(p.body):
+            assert not (isinstance(e, Var) and e.name in atomic_lets), p.name
+            assert not (isinstance(e, Load) and e.buffer == "acc"), p.name
+            if isinstance(e, Atomic):
+                assert {law.law for law in REG.get(e.op).laws} >= {"commutative", "associative"}
+
+
+def test_barriers_stand_in_uniform_control_flow_and_shared_slots_are_written_by_their_owner():
+    for p in PROGRAMS:
+        top = {id(n) for n in p.body}
+        for n in statements(p.body):
+            if isinstance(n, Barrier) or (isinstance(n, Store) and p.buffer(n.buffer).access is Access.WORKGROUP):
+                assert id(n) in top, p.name
+            if isinstance(n, Store) and p.buffer(n.buffer).access is Access.WORKGROUP:
+                assert n.index == Id(IdKind.LOCAL, 0), p.name
+
+
+def _types(p):
+    """Every name's type (generated names are unique) and a function typing an expression."""
+    names = {"i": DataType.U32}
+    buffers = {b.name: b for b in p.buffers}
+    for n in statements(p.body):
+        if isinstance(n, Let):
+            names[n.name] = infer_type(n.value, "", names, buffers, REG)
+        elif isinstance(n, Loop):
+            names[n.var] = DataType.U32
+    return lambda e: infer_type(e, "", names, buffers, REG)
+
+
+def test_a_nan_reaches_an_op_that_shows_nan_bits_only_as_a_literal():
+    """Arithmetic may make any NaN (x86 and GPUs make different ones), so a computed NaN fed to
+    bitcast or copysign would make the program's result differ between correct backends: the
+    generator replaces any NaN by the literal NaN first (the mismatch the first GPU run found)."""
+    checked = 0
+    for p in PROGRAMS:
+        type_of = _types(p)
+        for e in body_exprs(p.body):
+            if isinstance(e, Op) and REG.has_trait(e.op, "nan-bits"):
+                for a in e.args:
+                    if type_of(a).is_float:
+                        assert isinstance(a, Select) and isinstance(a.cond, Op), p.name
+                        assert a.cond.op == "primitive.compare.ne" and a.cond.args == (a.if_false, a.if_false)
+                        assert isinstance(a.if_true, Lit) and a.if_true == Lit.of(a.if_true.dtype, float("nan"))
+                        checked += 1
+    assert checked > 100
+    assert REG.has_trait("primitive.convert.bitcast", "nan-bits") and REG.has_trait("primitive.float.signbit", "nan-bits")
+    assert not REG.has_trait("primitive.math.add", "nan-bits")
 
 
 def test_generated_kernels_assemble():
@@ -56,3 +126,31 @@ def test_the_fuzz_command_counts_mismatches(tmp_path, capsys):
     assert main(["--backend", "reference", "--fuzz", "40", "--out", str(tmp_path / "c.json"), "--quiet"]) == 0
     assert "40 programs, 0 mismatches" in capsys.readouterr().out
     assert main(["--fuzz", "-1", "--backend", "reference"]) == 2
+
+
+class _WrongMulhi(InProcessRunner):
+    """A backend with a planted bug: every output element is off by one when the program calls mulhi."""
+
+    def run(self, program, inputs, grid):
+        out = super().run(program, inputs, grid)
+        if any(isinstance(e, Op) and e.op == "primitive.math.mulhi" for e in body_exprs(program.body)):
+            out = [np.asarray(a).view(f"u{np.asarray(a).itemsize}") + 1 for a in out]
+            out = [a.view(b.dtype) for a, b in zip(out, super().run(program, inputs, grid))]
+        return out
+
+
+def test_a_mismatch_is_minimised_into_a_small_replay_capsule(tmp_path):
+    seeds = [k for k in range(200) if any(isinstance(e, Op) and e.op == "primitive.math.mulhi"
+                                          for e in body_exprs(PROGRAMS[k].body))]
+    assert seeds
+    runner = _WrongMulhi(ReferenceBackend(REG))
+    ran, problems = run_fuzz(runner, REG, 200, 0, lambda s: None, tmp_path)
+    found = [int(line.split()[1]) for line in problems]
+    # every program with a mulhi, but those whose outputs are all NaN (any NaN equals any NaN)
+    assert ran == 200 and set(found) <= set(seeds) and len(found) >= 0.9 * len(seeds), (found, seeds)
+    capsules = sorted(tmp_path.glob("*.json"))
+    assert len(capsules) == len(found)
+    for path in capsules:
+        small = parse_program(json.loads(path.read_text())["program"])
+        assert sum(1 for _ in statements(small.body)) <= 3, small  # just the store of a mulhi, maybe in a block
+        assert sum(1 for _ in body_exprs(small.body)) <= 12, small

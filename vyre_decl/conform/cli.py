@@ -241,7 +241,7 @@ def _run(argv: Sequence[str]) -> int:
 
 
 def _fuzz(runner: Any, registry: Any, count: int, seed: int, progress: Any, capsules: Path) -> int:
-    from .fuzz import run_fuzz
+    from .fuzzrun import run_fuzz
 
     t0 = time.perf_counter()
     try:

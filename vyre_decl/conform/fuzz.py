@@ -1,13 +1,21 @@
 """A seeded generator of well-typed random programs, for differential testing.
 
-``random_program(seed)`` builds a program from the registry's ops (every op whose types are
-u32, i32, f32 or bool and that takes no required attribute or memory operand): typed input
-buffers, one output sized like the first input, and a body of lets, assignments, ifs, bounded
-loops and stores. Stores write the invocation's own element (``o[i]``) or an element far out of
-bounds (a no-op by the semantics); loads read input buffers at the invocation's element or at
-any index (out of bounds included: they read 0). Every program is deterministic, so a backend
-must give exactly the reference's bits. ``check_program`` runs the checks a machine without a GPU
-can make: it validates, survives print and parse, and runs on the reference backend.
+``random_program(seed, ops)`` builds a program from the registry's ops (every op over 32- and
+64-bit value types, required attributes given random literals; atomics whose laws make the final memory
+independent of the order of the updates): typed input buffers of every storage type, one output
+sized like the first input, and
+
+- a body of lets, assignments, ifs, bounded loops, blocks, regions, early returns and stores;
+  stores write the invocation's own element or one far out of bounds (a no-op), loads read any
+  index (out of bounds: 0);
+- sometimes workgroup memory: rounds of "each invocation writes its own slot, barrier", at the
+  top level where control flow is uniform, after which any invocation reads any slot;
+- sometimes a ``read_write`` accumulator that ``atomic`` updates (commutative and associative
+  ops only, their old values unused) at any index.
+
+Every program is deterministic: a NaN reaches an op whose result shows a NaN's bits (the
+``nan-bits`` trait) only as a fixed literal, so a backend must give exactly the reference's
+bits. ``check_program`` runs the checks a machine without a GPU can make.
 """
 
 from __future__ import annotations
@@ -22,6 +30,9 @@ from ..ir import sugar
 from ..ir.nodes import (
     Access,
     Assign,
+    Atomic,
+    Barrier,
+    Block,
     BufferDecl,
     BufLen,
     Expr,
@@ -35,169 +46,243 @@ from ..ir.nodes import (
     Node,
     Op,
     Program,
+    Region,
+    Return,
     Select,
     Store,
     Var,
 )
-from ..ir.types import DataType
+from ..ir.types import DataType as D
 from ..registry import Registry
 
-__all__ = ["random_program", "random_inputs", "check_program", "FuzzOps"]
+__all__ = ["random_program", "random_inputs", "check_program", "FuzzOps", "ACC_COUNT"]
 
-_TYPES = (DataType.U32, DataType.I32, DataType.F32)
-_VALUE = _TYPES + (DataType.BOOL,)
+_NUMERIC = (D.U32, D.I32, D.F32, D.U64, D.I64, D.F64)
+_VALUE = _NUMERIC + (D.BOOL,)
+_NARROW = (D.U8, D.U16, D.I8, D.I16, D.F16, D.BF16, D.BOOL)  # storage types: loads widen, stores narrow
 _FLOATS = (0.0, -0.0, 1.0, -1.5, 0.5, 3.0e38, -3.0e38, 1e-40, float("inf"), float("-inf"), float("nan"), 7.25)
-_INTS = (0, 1, 2, 3, 7, 31, 32, 255, 65535, 2**31 - 1, 2**31, 2**32 - 1)
+_INTS = (0, 1, 2, 3, 7, 31, 32, 255, 65535, 2**31 - 1, 2**31, 2**32 - 1, 2**63 - 1, 2**63, 2**64 - 1)
+_ORDER_FREE = {"commutative", "associative"}  # an atomic op with both laws leaves the same final memory in any order
+ACC_COUNT = 8  # elements of the atomic accumulator
+_NE, _LT, _MOD = "primitive.compare.ne", "primitive.compare.lt", "primitive.math.mod"
 
 
 @dataclass(frozen=True)
 class _Use:
     op: str
-    types: tuple[tuple[str, DataType], ...]
-    args: tuple[DataType, ...]
+    types: tuple[tuple[str, D], ...]
+    args: tuple[D, ...]
+    nan_bits: bool  # the op shows a NaN operand's bits
+    attrs: tuple[tuple[str, D], ...]  # attributes without a default: the generator picks a literal
 
 
 class FuzzOps:
-    """The ops a generated program may call, by result type."""
+    """The ops a generated program may call, by result type, and the order-free atomics by word type."""
 
     def __init__(self, registry: Registry) -> None:
-        self.by_result: dict[DataType, list[_Use]] = {t: [] for t in _VALUE}
+        self.by_result: dict[D, list[_Use]] = {t: [] for t in _VALUE}
+        self.atomics: dict[D, list[str]] = {}
         for op in registry:
             sig = op.signature
-            if any(p.memory for p in sig.inputs) or any(a.default is None for a in sig.attrs):
-                continue
+            required = tuple((a.name, a.dtype) for a in sig.attrs if a.default is None)
             for b in op.bindings():
                 m = op.binding_map(b)
                 args = tuple(sig.resolve(p.type, m) for p in sig.inputs)
+                if op.is_atomic:
+                    laws = {law.law for law in op.laws if law.applies(m)}
+                    if len(args) == 2 and args[0] == args[1] and _ORDER_FREE <= laws:
+                        self.atomics.setdefault(args[0], []).append(op.id)
+                    continue
                 out = op.output_type(b)
                 inferred = {p.type for p in sig.inputs}  # type variables the arguments determine
                 explicit = tuple((n, t) for n, t in m.items() if n not in inferred)
                 if out in self.by_result and all(a in _VALUE for a in args) and args:
-                    self.by_result[out].append(_Use(op.id, explicit, args))
+                    self.by_result[out].append(_Use(op.id, explicit, args, registry.has_trait(op.id, "nan-bits"),
+                                                    required))
 
 
 class _Gen:
     def __init__(self, ops: FuzzOps, rng: random.Random, inputs: list[BufferDecl]) -> None:
         self.ops, self.rng, self.inputs = ops, rng, inputs
-        self.scopes: list[dict[str, DataType]] = [{"i": DataType.U32}]
+        self.scopes: list[dict[str, D]] = [{"i": D.U32}]
         self.assignable: set[str] = set()
         self.names = 0
+        self.shared: BufferDecl | None = None  # readable once a barrier made its slots visible
+        self.acc: BufferDecl | None = None
 
     def fresh(self) -> str:
         self.names += 1
         return f"v{self.names}"
 
-    def visible(self, t: DataType) -> list[str]:
+    def visible(self, t: D) -> list[str]:
         return [n for scope in self.scopes for n, vt in scope.items() if vt is t]
 
-    def lit(self, t: DataType) -> Lit:
+    def lit(self, t: D) -> Lit:
         r = self.rng
-        if t is DataType.BOOL:
+        if t is D.BOOL:
             return Lit.of(t, r.random() < 0.5)
-        if t is DataType.F32:
-            return Lit.of(t, r.choice(_FLOATS) if r.random() < 0.6 else round(r.uniform(-100, 100), 3))
-        value = r.choice(_INTS) if r.random() < 0.6 else r.randrange(0, 1000)
-        if t is DataType.I32:
-            value = (value + 2**31) % 2**32 - 2**31
+        if t.is_float:
+            extra = (1e308, -5e-324, 2.0**-1022) if t is D.F64 else ()
+            return Lit.of(t, r.choice(_FLOATS + extra) if r.random() < 0.6 else round(r.uniform(-100, 100), 3))
+        value = (r.choice(_INTS) if r.random() < 0.6 else r.randrange(0, 1000)) % 2**t.bits
+        if t.is_signed:
+            value = (value + 2 ** (t.bits - 1)) % 2**t.bits - 2 ** (t.bits - 1)
         return Lit.of(t, value)
 
     def index(self, depth: int) -> Expr:
         """A load index: the invocation's element mostly, else any u32 (out of bounds included)."""
-        return Var("i") if self.rng.random() < 0.6 else self.expr(DataType.U32, max(depth - 1, 0))
+        return Var("i") if self.rng.random() < 0.6 else self.expr(D.U32, max(depth - 1, 0))
 
-    def leaf(self, t: DataType, depth: int) -> Expr:
+    def leaf(self, t: D, depth: int) -> Expr:
         r = self.rng
         names = self.visible(t)
-        loads = [b for b in self.inputs if b.dtype is t]
+        loads = [b for b in self.inputs if b.dtype.value_type is t]
+        if self.shared is not None and self.shared.dtype is t:
+            loads.append(self.shared)
         pick = r.random()
         if names and pick < 0.4:
             return Var(r.choice(names))
         if loads and pick < 0.75:
             b = r.choice(loads)
+            if b.access is Access.WORKGROUP and r.random() < 0.5:
+                return Load(b.name, Id(IdKind.LOCAL, 0) if r.random() < 0.3 else self.lit(D.U32))
             return Load(b.name, self.index(depth))
-        if t is DataType.U32 and pick < 0.85:
-            return r.choice([BufLen(r.choice(self.inputs).name), Id(IdKind.GLOBAL, 0), Var("i")])
+        if t is D.U32 and pick < 0.85:
+            return r.choice([BufLen(r.choice(self.inputs).name), Id(IdKind.GLOBAL, 0), Id(IdKind.LOCAL, 0), Var("i")])
         return self.lit(t)
 
-    def expr(self, t: DataType, depth: int) -> Expr:
+    def fixed_nan(self, e: Expr, t: D) -> Expr:
+        """``e`` with any NaN replaced by the literal NaN (whose bits are the same everywhere)."""
+        return Select(Op(_NE, (e, e)), Lit.of(t, float("nan")), e)
+
+    def expr(self, t: D, depth: int) -> Expr:
         r = self.rng
         if depth <= 0 or r.random() < 0.25:
             return self.leaf(t, depth)
         if r.random() < 0.1:
-            return Select(self.expr(DataType.BOOL, depth - 1), self.expr(t, depth - 1), self.expr(t, depth - 1))
-        if t in _TYPES and r.random() < 0.1:  # a cast from another type
-            src = r.choice([s for s in _TYPES if s is not t])
+            return Select(self.expr(D.BOOL, depth - 1), self.expr(t, depth - 1), self.expr(t, depth - 1))
+        if t in _NUMERIC and r.random() < 0.1:  # a cast from another type
+            src = r.choice([s for s in _NUMERIC if s is not t])
             return Op(sugar.CAST_OP, (self.expr(src, depth - 1),), types=((sugar.CAST_TYPE_VAR, t),))
         uses = self.ops.by_result.get(t) or []
         if not uses:
             return self.leaf(t, depth)
         use = r.choice(uses)
-        return Op(use.op, tuple(self.expr(a, depth - 1) for a in use.args), types=use.types)
+        args = [self.expr(a, depth - 1) for a in use.args]
+        if use.nan_bits:
+            args = [self.fixed_nan(x, a) if a.is_float else x for x, a in zip(args, use.args)]
+        return Op(use.op, tuple(args), tuple((n, self.lit(a)) for n, a in use.attrs), use.types)
+
+    def scoped(self, depth: int, count: int, output: BufferDecl, extra: dict[str, D] | None = None) -> list[Node]:
+        self.scopes.append(dict(extra or {}))
+        body = self.statements(depth, count, output)
+        self.scopes.pop()
+        return body
 
     def statements(self, depth: int, count: int, output: BufferDecl) -> list[Node]:
         r = self.rng
         out: list[Node] = []
         for _ in range(count):
             k = r.random()
-            if k < 0.35 or depth <= 0:
+            if k < 0.3 or depth <= 0:
                 t = r.choice(_VALUE)
                 name = self.fresh()
                 out.append(Let(name, self.expr(t, 3)))
                 self.scopes[-1][name] = t
                 self.assignable.add(name)
-            elif k < 0.5:
+            elif k < 0.42:
                 names = [n for n in self.assignable if any(n in s for s in self.scopes)]
                 if names:
                     name = r.choice(names)
                     t = next(s[name] for s in self.scopes if name in s)
                     out.append(Assign(name, self.expr(t, 3)))
-            elif k < 0.7:
-                cond = self.expr(DataType.BOOL, 2)
-                self.scopes.append({})
-                then = self.statements(depth - 1, r.randint(1, 3), output)
-                self.scopes.pop()
-                self.scopes.append({})
-                other = self.statements(depth - 1, r.randint(0, 2), output)
-                self.scopes.pop()
-                out.append(If(cond, tuple(then), tuple(other)))
-            elif k < 0.8:
+            elif k < 0.57:
+                cond = self.expr(D.BOOL, 2)
+                then = self.scoped(depth - 1, r.randint(1, 3), output)
+                if r.random() < 0.1:
+                    then.append(Return())
+                out.append(If(cond, tuple(then), tuple(self.scoped(depth - 1, r.randint(0, 2), output))))
+            elif k < 0.65:
                 var = self.fresh()
-                self.scopes.append({var: DataType.U32})
-                body = self.statements(depth - 1, r.randint(1, 3), output)
-                self.scopes.pop()
-                out.append(Loop(var, Lit.of(DataType.U32, 0), Lit.of(DataType.U32, r.randint(0, 4)), tuple(body)))
+                body = self.scoped(depth - 1, r.randint(1, 3), output, {var: D.U32})
+                out.append(Loop(var, Lit.of(D.U32, 0), Lit.of(D.U32, r.randint(0, 4)), tuple(body)))
+            elif k < 0.7:
+                out.append(Block(tuple(self.scoped(depth - 1, r.randint(1, 2), output))))
+            elif k < 0.74:
+                out.append(Region("fuzz", tuple(self.statements(depth - 1, r.randint(1, 2), output))))
+            elif k < 0.84 and self.acc is not None:
+                t = self.acc.dtype
+                index = Op(_MOD, (self.expr(D.U32, 2), Lit.of(D.U32, ACC_COUNT + 1)))  # ACC_COUNT: out of bounds
+                atomic = Atomic(r.choice(self.ops.atomics[t]), self.acc.name, index, (self.expr(t, 2),))
+                out.append(Let(self.fresh(), atomic))  # the old value depends on the order: never read
             else:
                 far = r.random() < 0.15  # far out of bounds: a no-op by the semantics
-                index: Expr = Op("primitive.math.add", (Var("i"), Lit.of(DataType.U32, 1 << 30))) if far else Var("i")
-                out.append(Store(output.name, index, self.expr(output.dtype, 3)))
+                index: Expr = Op("primitive.math.add", (Var("i"), Lit.of(D.U32, 1 << 30))) if far else Var("i")
+                out.append(Store(output.name, index, self.expr(output.dtype.value_type, 3)))
+        return out
+
+    def shared_rounds(self, shared: BufferDecl) -> list[Node]:
+        """Rounds of: a value per invocation, (a barrier so every read of the last round is done,)
+        the value into the invocation's own slot, a barrier. Top level: control flow is uniform."""
+        out: list[Node] = []
+        for k in range(self.rng.randint(1, 2)):
+            name = self.fresh()
+            out.append(Let(name, self.expr(shared.dtype, 3)))
+            self.scopes[-1][name] = shared.dtype
+            if k:
+                out.append(Barrier())
+            out += [Store(shared.name, Id(IdKind.LOCAL, 0), Var(name)), Barrier()]
+            self.shared = shared
         return out
 
 
 def random_program(seed: int, ops: FuzzOps) -> Program:
     """A valid, deterministic program drawn from ``seed``."""
     r = random.Random(seed)
-    inputs = [BufferDecl(f"a{k}", Access.READ, r.choice(_TYPES), binding=k) for k in range(r.randint(1, 3))]
-    output = BufferDecl("o", Access.WRITE, r.choice(_TYPES), binding=len(inputs), count_like="a0")
+    types = lambda: r.choice(_NARROW) if r.random() < 0.2 else r.choice(_NUMERIC)  # noqa: E731
+    inputs = [BufferDecl(f"a{k}", Access.READ, types(), binding=k) for k in range(r.randint(1, 3))]
     gen = _Gen(ops, r, inputs)
+    buffers = list(inputs)
+    if ops.atomics and r.random() < 0.25:
+        gen.acc = BufferDecl("acc", Access.READ_WRITE, r.choice(sorted(ops.atomics, key=lambda t: t.value)),
+                             count=ACC_COUNT, binding=len(buffers))
+        buffers.append(gen.acc)
+    output = BufferDecl("o", Access.WRITE, types(), binding=len(buffers), count_like="a0")
+    buffers.append(output)
+    workgroup = r.choice([32, 64, 128])
     body: list[Node] = [Let("i", Id(IdKind.GLOBAL, 0))]
+    if r.random() < 0.25:
+        shared = BufferDecl("sh", Access.WORKGROUP, r.choice(_NUMERIC), count=workgroup)
+        buffers.append(shared)
+        body += gen.shared_rounds(shared)
     inner = gen.statements(2, r.randint(1, 5), output)
-    store = Store(output.name, Var("i"), gen.expr(output.dtype, 3))
-    guard = Op("primitive.compare.lt", (Var("i"), BufLen(output.name)))
+    store = Store(output.name, Var("i"), gen.expr(output.dtype.value_type, 3))
+    guard = Op(_LT, (Var("i"), BufLen(output.name)))
     body.append(If(guard, tuple(inner) + (store,)))
-    return Program(tuple(inputs) + (output,), (r.choice([32, 64, 128]), 1, 1), tuple(body), name=f"fuzz{seed}")
+    return Program(tuple(buffers), (workgroup, 1, 1), tuple(body), name=f"fuzz{seed}")
+
+
+_SPECIAL = {
+    D.F32: (0, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 1, 0x3F800000),
+    D.F64: (0, 1 << 63, 0x7FF0 << 48, 0xFFF0 << 48, 0x7FF8 << 48, 1, 0x3FF0 << 48),
+    D.F16: (0, 0x8000, 0x7C00, 0xFC00, 0x7E00, 1, 0x3C00),
+    D.BF16: (0, 0x8000, 0x7F80, 0xFF80, 0x7FC0, 1, 0x3F80),
+}
 
 
 def random_inputs(program: Program, seed: int) -> list[np.ndarray]:
-    """Inputs of one random length: mixed special and random bit patterns."""
+    """Inputs of one random length (fixed-size buffers: their size): random bit patterns, float
+    buffers starting with the special values."""
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 300))
     out = []
     for d in program.inputs:
-        bits = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
-        if d.dtype is DataType.F32:
-            special = np.array([0, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 1, 0x3F800000], np.uint32)
-            bits[: min(n, special.size)] = special[: min(n, special.size)]
-        out.append(bits.view(d.dtype.storage_dtype))
+        count, storage = d.count or n, np.dtype(d.dtype.storage_dtype)
+        bits = rng.integers(0, 2**63, count, dtype=np.uint64) * np.uint64(2) + rng.integers(0, 2, count, dtype=np.uint64)
+        words = bits.astype(f"u{storage.itemsize}")  # the low bits
+        special = np.array(_SPECIAL.get(d.dtype, ()), dtype=words.dtype)[:count]
+        words[: special.size] = special
+        out.append(words.view(storage))
     return out
 
 
@@ -215,38 +300,3 @@ def check_program(program: Program, registry: Registry, seed: int) -> list[np.nd
     assert parse_program(print_program(program)) == program, f"{program.name} changes through print and parse"
     backend: Any = ReferenceBackend(registry)
     return backend.dispatch(program, random_inputs(program, seed), DispatchConfig(timeout=10.0))
-
-
-def run_fuzz(runner: Any, registry: Registry, count: int, seed: int, progress: Any,
-             capsule_dir: Any = None) -> tuple[int, list[str]]:
-    """Run ``count`` generated programs (seeds ``seed`` ..) on ``runner`` and on the reference;
-    returns (programs run, a line per mismatch). A mismatch is written as a replay capsule."""
-    import time
-
-    from .capsule import write_capsule
-    from .isolation import CaseError
-    from .values import buffer_mismatches
-
-    ops = FuzzOps(registry)
-    problems: list[str] = []
-    t0 = time.perf_counter()
-    for k in range(count):
-        s = seed * 1_000_003 + k
-        program = random_program(s, ops)
-        expected = check_program(program, registry, s)
-        inputs = random_inputs(program, s)
-        try:
-            actual = runner.run(program, inputs, None)
-        except CaseError as err:
-            actual, why = None, f"the backend failed: {err}"
-        else:
-            bad = [(d.name, int(m.size)) for d, e, a in zip(program.outputs, expected, actual)
-                   if (m := buffer_mismatches(d.dtype, e, a)).size]
-            why = f"{bad} elements differ" if bad else ""
-        if why:
-            path = write_capsule(capsule_dir, f"fuzz-{s}", program, inputs, None, runner.name, s, why) \
-                if capsule_dir is not None else None
-            problems.append(f"seed {s} ({program.name}): {why}" + (f"; replay: {path}" if path else ""))
-        if (k + 1) % 100 == 0 or k + 1 == count:
-            progress(f"fuzz: {k + 1}/{count} programs, {len(problems)} mismatches, {time.perf_counter() - t0:.1f}s")
-    return count, problems

@@ -3,21 +3,25 @@
 An op case is a tuple of operand bit patterns: each operand is replaced by simpler values (0, 1,
 -1, half, low byte, fewer mantissa bits, ...) as long as the case still fails, until nothing
 simpler fails. A program case is a set of input arrays: runtime-sized inputs are truncated and
-runs of elements zeroed while the outputs still differ.
+runs of elements zeroed while the outputs still differ. A failing program is made smaller too:
+statements dropped, ifs and loops replaced by their bodies, expressions by a sub-expression or a
+zero literal, as long as the program stays valid and still fails.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from dataclasses import replace
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from ..ir.nodes import Program
+from ..ir.nodes import Assign, Atomic, Block, Expr, If, Let, Lit, Load, Loop, Node, Op, Program, Region, Select, Store
+from ..ir.walk import children
 from ..ir.scalars import CANONICAL_NAN, ScalarError, decode, encode
 from ..ir.types import DataType
 
-__all__ = ["shrink_op_case", "shrink_program_inputs"]
+__all__ = ["shrink_op_case", "shrink_program_inputs", "shrink_program"]
 
 
 def _complexity(bits: int) -> tuple[int, int]:
@@ -121,4 +125,77 @@ def shrink_program_inputs(
                     current, a, changed = trial, b, True
             if not changed:
                 run //= 2
+    return current
+
+
+_ZEROS = tuple(Lit(t, 0) for t in (DataType.U32, DataType.I32, DataType.F32, DataType.U64, DataType.I64,
+                                   DataType.F64, DataType.BOOL))
+_EXPR_FIELDS = {Let: ("value",), Assign: ("value",), Store: ("index", "value"), If: ("cond",), Loop: ("start", "end")}
+
+
+def _with_child(e: Expr, k: int, new: Expr) -> Expr:
+    kids = list(children(e))
+    kids[k] = new
+    if isinstance(e, Op):
+        return replace(e, args=tuple(kids))
+    if isinstance(e, Select):
+        return Select(kids[0], kids[1], kids[2], e.lazy)
+    if isinstance(e, Load):
+        return Load(e.buffer, kids[0])
+    assert isinstance(e, Atomic)
+    return replace(e, index=kids[0], args=tuple(kids[1:]))
+
+
+def _simpler_exprs(e: Expr) -> Iterator[Expr]:
+    """``e`` with one part made simpler: the whole a zero or a sub-expression, or one part inside."""
+    if not isinstance(e, Lit):
+        yield from _ZEROS
+    yield from children(e)
+    for k, child in enumerate(children(e)):
+        for alt in _simpler_exprs(child):
+            yield _with_child(e, k, alt)
+
+
+def _simpler_node(n: Node) -> Iterator[Node]:
+    if isinstance(n, If):
+        yield Block(n.then)
+        if n.otherwise:
+            yield Block(n.otherwise)
+        yield from (replace(n, then=b) for b in _simpler_bodies(n.then))
+        yield from (replace(n, otherwise=b) for b in _simpler_bodies(n.otherwise))
+    elif isinstance(n, (Loop, Block, Region)):
+        yield from (replace(n, body=b) for b in _simpler_bodies(n.body))
+    for name in _EXPR_FIELDS.get(type(n), ()):
+        yield from (replace(n, **{name: alt}) for alt in _simpler_exprs(getattr(n, name)))
+
+
+def _simpler_bodies(body: tuple[Node, ...]) -> Iterator[tuple[Node, ...]]:
+    for k in range(len(body)):  # drop one statement: the biggest steps first
+        yield body[:k] + body[k + 1:]
+    for k, n in enumerate(body):  # a block's statements in its place
+        if isinstance(n, (Block, Region)):
+            yield body[:k] + n.body + body[k + 1:]
+    for k, n in enumerate(body):
+        yield from (body[:k] + (alt,) + body[k + 1:] for alt in _simpler_node(n))
+
+
+def shrink_program(program: Program, registry: Any, still_fails: Callable[[Program], bool],
+                   attempts: int = 300) -> Program:
+    """A smaller valid program that still fails: one simplification at a time, the first that
+    keeps failing taken, until none does or ``attempts`` runs were spent."""
+    from ..ir.validation import validate
+
+    current, budget, progress = program, attempts, True
+    while progress and budget > 0:
+        progress = False
+        for body in _simpler_bodies(current.body):
+            candidate = replace(current, body=body)
+            if validate(candidate, registry):
+                continue
+            budget -= 1
+            if still_fails(candidate):
+                current, progress = candidate, True
+                break
+            if budget <= 0:
+                break
     return current

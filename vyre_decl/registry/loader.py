@@ -20,7 +20,7 @@ R023 compose cycle                               R024 template is not a list of 
 R025 template writes or reads a wrong register   R026 template instruction not allowed
 R027 template operand is not a placeholder       R028 unknown or bad class
 R029 the loader failed on the file (a bug)    R033 compose too large once inlined
-R034 a registry snapshot entry is unreadable
+R034 a registry snapshot entry is unreadable    R035 unknown trait
 """
 
 from __future__ import annotations

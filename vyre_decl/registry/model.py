@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Final, Mapping
 
 from ..ir.nodes import Expr
 from ..ir.signature import Binding, OpSignature
@@ -20,7 +20,13 @@ from ..ir.types import DataType
 if TYPE_CHECKING:
     from .laws import LawKind
 
-__all__ = ["OpDef", "LawDef", "Kat", "DialectInfo", "Template", "Compose"]
+__all__ = ["OpDef", "LawDef", "Kat", "DialectInfo", "Template", "Compose", "TRAITS"]
+
+# traits an op may declare (``traits = [...]``), and what each means
+TRAITS: Final[Mapping[str, str]] = {
+    "nan-bits": "the result depends on the payload or sign of a NaN operand; arithmetic leaves those bits open, so "
+                "a program that feeds the op a computed NaN may differ between backends",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +116,7 @@ class OpDef:
     kats: tuple[Kat, ...]
     source: Path
     doc: str = ""
+    traits: frozenset[str] = frozenset()  # names from TRAITS
     _bindings: list[Binding] = field(default_factory=list, compare=False, repr=False)
 
     @property

@@ -25,7 +25,7 @@ from ..ir.types import VALUE_TYPES, DataType
 from ..ir.validation import is_identifier
 from ..ir.walk import subexprs
 from .laws import CATALOGUE, LawSyntaxError, law_fits, parse_law
-from .model import Compose, Kat, LawDef, OpDef, Template
+from .model import TRAITS, Compose, Kat, LawDef, OpDef, Template
 from .references import REFERENCES
 from .sigtext import SignatureSyntaxError, parse_signature
 from .templates import ATOMIC_PLACEHOLDERS, BIT_REGISTERS, ParsedTemplate, TemplateError, instantiate, parse_template
@@ -110,7 +110,8 @@ class _OpBuilder:
         if self.failed:
             return None
         return OpDef(self.id, self.dialect, f["summary"], sig, laws, waivers, references, compose,
-                     _text(f.get("compose")), templates, accuracy, kats, self.path, f.get("doc") or "")
+                     _text(f.get("compose")), templates, accuracy, kats, self.path, f.get("doc") or "",
+                     self.traits())
 
     # ------------------------------------------------------------------ types and signature
     def types(self) -> None:
@@ -416,6 +417,13 @@ class _OpBuilder:
                     continue
                 laws.append(law)
         return tuple(laws)
+
+    def traits(self) -> frozenset[str]:
+        names = self.f.get("traits") or []
+        for name in names:
+            if name not in TRAITS:
+                self.err("R035", "traits", f"{name!r} is not a trait", f"use one of {', '.join(TRAITS)}")
+        return frozenset(names)
 
     def waivers(self) -> dict[str, str]:
         out = {}

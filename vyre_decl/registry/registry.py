@@ -107,6 +107,23 @@ class Registry:
         op = self._ops.get(op_id)
         return op.signature if op is not None else None
 
+    def has_trait(self, op_id: str, trait: str) -> bool:
+        """Whether the op declares ``trait`` (model.TRAITS) or its composition calls an op that has it."""
+        from ..ir.nodes import Op  # the walk is only needed for composites
+        from ..ir.walk import subexprs
+
+        seen, todo = {op_id}, [op_id]
+        while todo:
+            op = self.get(todo.pop())
+            if trait in op.traits:
+                return True
+            for comp in op.compose.values():
+                for e in (*(v for _, v in comp.steps), comp.result):
+                    calls = {x.op for x in subexprs(e) if isinstance(x, Op)} - seen
+                    seen |= calls
+                    todo.extend(calls)
+        return False
+
     def unknown_op_hint(self, op_id: str) -> str:
         if op_id in self._rejected:
             path = self._rejected[op_id]

@@ -65,6 +65,8 @@ OP_KEYS: Final[Mapping[str, Key]] = {
     "ptx": Key("str|table", "a PTX template, or a type-keyed table of templates"),
     "kat": Key("list|table", "known-answer rows [inputs..., expected], type-keyed"),
     "doc": Key("str", "longer documentation"),
+    "traits": Key("list[str]", 'what the semantics must know beyond the laws: "nan-bits" (the result depends on '
+                  "the payload or sign of a NaN operand, which arithmetic leaves open)"),
 }
 OP_ONLY_KEYS: Final[Mapping[str, Key]] = {
     "id": Key("str", "the op id: the dialect name, a dot, the op's name", True),

@@ -24,7 +24,7 @@ from .registry import LazyOps, Registry
 
 __all__ = ["snapshot_key", "read_snapshot", "write_snapshot", "SNAPSHOT_FORMAT"]
 
-SNAPSHOT_FORMAT: Final = "vyre_decl.registry-snapshot/4"  # bump when the op format or OpDef changes
+SNAPSHOT_FORMAT: Final = "vyre_decl.registry-snapshot/5"  # bump when the op format or OpDef changes
 _log = logging.getLogger("vyre_decl.registry")
 _PACKAGE: Final = Path(__file__).resolve().parent.parent
 
