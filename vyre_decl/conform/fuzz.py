@@ -10,8 +10,9 @@ sized like the first input, and
   index (out of bounds: 0);
 - sometimes workgroup memory: rounds of "each invocation writes its own slot, barrier", at the
   top level where control flow is uniform, after which any invocation reads any slot;
-- sometimes a ``read_write`` accumulator that ``atomic`` updates (commutative and associative
-  ops only, their old values unused) at any index.
+- sometimes a ``read_write`` accumulator that ``atomic`` updates at any index with one op whose
+  laws make the result independent of the order (commutative and associative; one op, since
+  two such ops need not commute with each other), the old values never read.
 
 Every program is deterministic: a NaN reaches an op whose result shows a NaN's bits (the
 ``nan-bits`` trait) only as a fixed literal, so a backend must give exactly the reference's
@@ -105,10 +106,11 @@ class _Gen:
     def __init__(self, ops: FuzzOps, rng: random.Random, inputs: list[BufferDecl]) -> None:
         self.ops, self.rng, self.inputs = ops, rng, inputs
         self.scopes: list[dict[str, D]] = [{"i": D.U32}]
-        self.assignable: set[str] = set()
+        self.assignable: list[str] = []  # a list: a set's order changes with the hash seed, and so would the program
         self.names = 0
         self.shared: BufferDecl | None = None  # readable once a barrier made its slots visible
         self.acc: BufferDecl | None = None
+        self.acc_op = ""  # one op per program: two order-free ops on one element (and, xor) do not commute
 
     def fresh(self) -> str:
         self.names += 1
@@ -189,7 +191,7 @@ class _Gen:
                 name = self.fresh()
                 out.append(Let(name, self.expr(t, 3)))
                 self.scopes[-1][name] = t
-                self.assignable.add(name)
+                self.assignable.append(name)
             elif k < 0.42:
                 names = [n for n in self.assignable if any(n in s for s in self.scopes)]
                 if names:
@@ -213,7 +215,7 @@ class _Gen:
             elif k < 0.84 and self.acc is not None:
                 t = self.acc.dtype
                 index = Op(_MOD, (self.expr(D.U32, 2), Lit.of(D.U32, ACC_COUNT + 1)))  # ACC_COUNT: out of bounds
-                atomic = Atomic(r.choice(self.ops.atomics[t]), self.acc.name, index, (self.expr(t, 2),))
+                atomic = Atomic(self.acc_op, self.acc.name, index, (self.expr(t, 2),))
                 out.append(Let(self.fresh(), atomic))  # the old value depends on the order: never read
             else:
                 far = r.random() < 0.15  # far out of bounds: a no-op by the semantics
@@ -246,6 +248,7 @@ def random_program(seed: int, ops: FuzzOps) -> Program:
     if ops.atomics and r.random() < 0.25:
         gen.acc = BufferDecl("acc", Access.READ_WRITE, r.choice(sorted(ops.atomics, key=lambda t: t.value)),
                              count=ACC_COUNT, binding=len(buffers))
+        gen.acc_op = r.choice(ops.atomics[gen.acc.dtype])
         buffers.append(gen.acc)
     output = BufferDecl("o", Access.WRITE, types(), binding=len(buffers), count_like="a0")
     buffers.append(output)
