@@ -496,3 +496,21 @@ def test_vectorised_maps_agree_at_odd_sizes_explicit_grids_partial_stores_and_un
     unaligned_out = cuda.wrap(torch.zeros(1001, dtype=torch.int32, device="cuda")[1:])
     signed.dispatch_resident([res, res, unaligned_out])
     np.testing.assert_array_equal(cuda.download(unaligned_out), 4 * np.arange(1, 1001, dtype=np.int32))
+
+
+def test_fuzz_regressions_give_the_reference_bits(cuda, ref):
+    """Programs conform --fuzz found, minimised, with the inputs that showed them: the driver's JIT
+    folded add.sat.s32(0, neg.s32(x)) into a saturating subtraction (2^31 - 1 for x = -2^31)."""
+    cases = [
+        ("program t workgroup(128, 1, 1) {\n  buffer a2: read f64[] @0\n  buffer o: write i32[len(a2)] @1\n"
+         "  let i = gid.x\n  o[i] = primitive.math.add_sat(0i32, -(a2[i] as i32))\n}",
+         [np.array([0.0, -0.0, 0.0, -np.inf])]),
+        ("program t workgroup(32, 1, 1) {\n  buffer a: read i32[] @0\n  buffer o: write i32[len(a)] @1\n"
+         "  let i = gid.x\n  o[i] = primitive.math.add_sat(-a[i], 0i32)\n}",
+         [np.array([0, 1, -1, -2**31, 2**31 - 1], np.int32)]),
+    ]
+    for src, inputs in cases:
+        p = parse_program(src)
+        expected, actual = ref.dispatch(p, inputs), cuda.dispatch(p, inputs)
+        assert [e.tolist() for e in expected] == [a.tolist() for a in actual], src
+        assert -2**31 in expected[0].tolist()
