@@ -337,3 +337,10 @@ def test_strict_conversions_still_take_what_is_meant(backend):
     assert backend.dispatch(VADD, [raw, [1, 1]])[0].tolist() == [1, 2]
     assert backend.dispatch(BOOLS, [[True, False, 1, 0]])[0].tolist() == [1, 0, 1, 0]
     assert backend.dispatch(VADD, [[], []])[0].size == 0
+
+
+@pytest.mark.parametrize("timeout", [-1.0, 0.0, float("nan"), float("inf"), "5"])
+def test_a_timeout_that_is_not_a_positive_number_of_seconds_is_d008(backend, timeout):
+    with pytest.raises(VyreError) as info:
+        backend.dispatch(VADD, [[1], [1]], DispatchConfig(timeout=timeout))  # type: ignore[arg-type]
+    assert info.value.codes == ["D008"] and "timeout" in str(info.value) and "Fix:" in str(info.value)

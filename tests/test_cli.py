@@ -115,3 +115,35 @@ def test_check_says_when_no_ptxas_is_found(monkeypatch, capsys):
     assert main(["check"]) == 0
     captured = capsys.readouterr()
     assert "note R032: ptxas was not found" in captured.err and "1 note(s)" in captured.out
+
+
+def test_a_closed_pipe_ends_ops_list_quietly():
+    """`python -m vyre_decl.ops list | head -1`: the reader goes away; no BrokenPipe traceback."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "vyre_decl.ops", "list"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # before anything is written: the first write meets a closed pipe
+    err = proc.stderr.read().decode()
+    proc.wait(timeout=60)
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
+
+
+def test_conform_progress_on_a_terminal_is_one_updating_line():
+    import io
+
+    from vyre_decl.conform.cli import _progress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    term, pipe = Terminal(), io.StringIO()
+    for stream in (term, pipe):
+        show = _progress(stream)
+        for line in ("[1/3] a ... ok", "[2/3] b ... FAIL", "[3/3] c ... ok", ""):
+            show(line)
+    assert term.getvalue().count("\n") == 1 and term.getvalue().count("\r\033[K") == 4  # only the failure stays
+    assert pipe.getvalue().splitlines() == ["[1/3] a ... ok", "[2/3] b ... FAIL", "[3/3] c ... ok"]

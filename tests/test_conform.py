@@ -106,7 +106,13 @@ def test_a_backend_bug_is_reported_with_a_minimised_counterexample(tmp_path):
     assert f.details["expected"]["dec"] == "112" and f.details["actual"]["dec"] == "113"
     assert (tmp_path / f.capsule).is_file()
     # every failure kind gets a replay capsule, the backend's known-answer failures included
-    assert all(g.capsule and (tmp_path / g.capsule).is_file() for g in r.failures if g.kind == "backend")
+    assert all(g.capsule and (tmp_path / g.capsule).is_file() for g in r.failures if g.kind.startswith("backend"))
+    law = [g for g in r.failures if g.kind == "backend-law"]
+    assert law and all("-law-" in g.capsule for g in law)  # the add bug breaks commutativity on the backend
+    capsule = json.loads((tmp_path / law[0].capsule).read_text())
+    a = np.frombuffer(bytes.fromhex(capsule["inputs"][0]["hex"]), np.uint32)
+    assert a.size and ((a & 0xF0) == 0x70).all()  # only the evaluations the bug touches
+    assert main(["replay", str(tmp_path / law[0].capsule), "--backend", "reference"]) == 0
     r = conf.run(units["program:01_vadd_u32@1000"])
     f = r.failures[0]
     assert f.kind == "backend" and f.details["buffer"] == "out" and f.details["index"] == 5

@@ -117,7 +117,16 @@ def test_non_ascii_digits_are_not_sizes():
     ("program p workgroup(1, 1, 1) {\n buffer o: write u32[4] @0\n region \"a\\x01b\" { o[0u32] = 1u32 }\n}", "P002"),
     ("program p workgroup(1, 1, 1) {\n buffer o: write u32[4] @0\n if gid.x == 0u32 { o[0u32] = 1u32 }"
      + "".join(f" else if gid.x == {i}u32 {{ o[0u32] = {i}u32 }}" for i in range(1, 3000)) + "\n}", "P007"),
-], ids=["huge workgroup", "huge size", "bad region escape", "else-if chain"])
+    ("program p workgroup(1, 1, 1) {\n buffer o: write u32[4] @0\n o[0u32] = " + "7" * 5000 + "u32\n}", "P003"),
+    ("program p workgroup(1, 1, 1) {\n buffer o: write f32[4] @0\n o[0u32] = 1e999f32\n}", "P003"),
+    ("program p workgroup(1, 1, 1) {\n buffer o: write f32[4] @0\n o[0u32] = -3.5e38f32\n}", "P003"),
+    ("program p workgroup(1, 1, 1) {\n buffer o: write f64[4] @0\n o[0u32] = 1e309f64\n}", "P003"),
+    ("program p workgroup(1, 1, 1) {\n buffer o: write u32[4] @0\n let x = 1u32\n"
+     " o[0u32] = hash.crc32r_word<poly=x>(1u32, 2u32)\n}", "P002"),
+    ("program p workgroup(1, 1, 1) {\n buffer o: write u32[4] @0\n o[0u32] = hash.crc32r_word<poly=T>(1u32, 2u32)\n}",
+     "P002"),
+], ids=["huge workgroup", "huge size", "bad region escape", "else-if chain", "huge literal", "f32 beyond range",
+        "f32 beyond range below", "f64 beyond range", "attribute is a name", "attribute is a type variable"])
 def test_hostile_program_text_gets_a_code_not_a_crash(src, code):
     with pytest.raises(ParseError) as info:
         parse_program(src)

@@ -14,6 +14,7 @@ from typing import Sequence
 
 from .ir.diagnostics import VyreError
 from .diskcache import MAX_ENV, cache_dir, clear, max_bytes, usage
+from .clirun import run
 
 __all__ = ["main"]
 
@@ -48,4 +49,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run(main)

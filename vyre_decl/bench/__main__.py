@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import argparse
 import platform
-import sys
 from typing import Sequence
 
 from .core import Row, render, to_json
 from .gpu import gpu_rows
 from .host import cold_start_rows, reference_rows, validation_rows
+from ..clirun import run
 
 
 def _plot(rows: list[Row], path: str) -> str:
@@ -87,4 +87,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run(main)

@@ -1,8 +1,7 @@
 """``python -m vyre_decl.conform`` (see vyre_decl.conform.cli)."""
 
-import sys
-
+from ..clirun import run
 from .cli import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run(main)

@@ -214,8 +214,8 @@ class _Gen:
                 out.append(Region("fuzz", tuple(self.statements(depth - 1, r.randint(1, 2), output))))
             elif k < 0.84 and self.acc is not None:
                 t = self.acc.dtype
-                index = Op(_MOD, (self.expr(D.U32, 2), Lit.of(D.U32, ACC_COUNT + 1)))  # ACC_COUNT: out of bounds
-                atomic = Atomic(self.acc_op, self.acc.name, index, (self.expr(t, 2),))
+                slot = Op(_MOD, (self.expr(D.U32, 2), Lit.of(D.U32, ACC_COUNT + 1)))  # ACC_COUNT: out of bounds
+                atomic = Atomic(self.acc_op, self.acc.name, slot, (self.expr(t, 2),))
                 out.append(Let(self.fresh(), atomic))  # the old value depends on the order: never read
             else:
                 far = r.random() < 0.15  # far out of bounds: a no-op by the semantics

@@ -37,6 +37,7 @@ class LawResult:
     holds: bool
     checked: int  # number of cases tried
     counterexample: dict[str, object] | None = None
+    witness: tuple[int, ...] = ()  # the counterexample's operand bit patterns (the law's variables, a, b, c)
 
     def describe(self) -> str:
         types = ",".join(t.value for t in self.binding) or "-"
@@ -127,7 +128,8 @@ def check_law(op: OpDef, binding: Binding, law: LawDef, evaluate: Evaluate, samp
                 example["element"] = law.element
             example["left"] = _show(out_t, np.asarray(left)[i])
             example["right"] = _show(out_t, np.asarray(right)[i])
-            return LawResult(op.id, binding, law.text or law.law, False, n, example)
+            witness = tuple(int(to_bits(t, env[name][i: i + 1])[0]) for name in names)
+            return LawResult(op.id, binding, law.text or law.law, False, n, example, witness)
     return LawResult(op.id, binding, law.text or law.law, True, n)
 
 

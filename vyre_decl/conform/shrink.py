@@ -165,8 +165,9 @@ def _simpler_node(n: Node) -> Iterator[Node]:
         yield from (replace(n, otherwise=b) for b in _simpler_bodies(n.otherwise))
     elif isinstance(n, (Loop, Block, Region)):
         yield from (replace(n, body=b) for b in _simpler_bodies(n.body))
+    node: Any = n  # every statement class is a dataclass
     for name in _EXPR_FIELDS.get(type(n), ()):
-        yield from (replace(n, **{name: alt}) for alt in _simpler_exprs(getattr(n, name)))
+        yield from (replace(node, **{name: alt}) for alt in _simpler_exprs(getattr(n, name)))
 
 
 def _simpler_bodies(body: tuple[Node, ...]) -> Iterator[tuple[Node, ...]]:

@@ -17,6 +17,7 @@ from ..ir.text import parse_program
 from .module import emit
 from .ptxas import assemble
 from .target import DEFAULT_TARGET, choose_target
+from ..clirun import run
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,4 +50,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run(main)
