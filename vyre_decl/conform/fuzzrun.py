@@ -20,8 +20,8 @@ from ..registry import Registry
 from .capsule import write_capsule
 from .fuzz import FuzzOps, check_program, random_inputs, random_program
 from .isolation import CaseError
+from .programs import program_mismatches
 from .shrink import shrink_program, shrink_program_inputs
-from .values import buffer_mismatches
 
 __all__ = ["run_fuzz"]
 
@@ -42,8 +42,7 @@ class _Differ:
             actual = self.runner.run(program, inputs, None)
         except CaseError as err:
             return f"the backend failed: {err}"
-        bad = [(d.name, int(m.size)) for d, e, a in zip(program.outputs, expected, actual)
-               if (m := buffer_mismatches(d.dtype, e, a)).size]
+        bad = [(decl.name, int(where.size)) for decl, where, _, _ in program_mismatches(program, expected, actual)]
         return f"{bad} elements differ" if bad else ""
 
 
