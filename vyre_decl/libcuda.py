@@ -204,15 +204,20 @@ def lib() -> ctypes.CDLL:
     return _lib
 
 
-def available() -> bool:
-    """Whether libcuda.so.1 can be opened and reports at least one device."""
+def device_count() -> int:
+    """How many devices the driver shows this process (0 when there is no driver)."""
     try:
         call("cuInit", 0)
         n = c_int()
         call("cuDeviceGetCount", byref(n))
-        return n.value > 0
+        return n.value
     except (OSError, CudaError):
-        return False
+        return 0
+
+
+def available() -> bool:
+    """Whether libcuda.so.1 can be opened and reports at least one device."""
+    return device_count() > 0
 
 
 def function(name: str) -> Any:

@@ -141,7 +141,8 @@ class BackendInfo:
     """How to make a backend. ``factory`` is a callable or a ``"module:attribute"`` path;
     ``available`` (callable or path) says whether it can run here (e.g. a GPU is present);
     ``contained``: a fault of this backend cannot take the process down (pure Python and numpy),
-    so conformance may run it in-process instead of in a worker subprocess."""
+    so conformance may run it in-process instead of in a worker subprocess; ``devices`` (callable
+    or path) counts the devices it can run on, for a backend whose factory takes ``device=``."""
 
     name: str
     factory: Callable[[], Backend] | str
@@ -151,6 +152,16 @@ class BackendInfo:
     source: str = "vyre_decl"
     summary: str = ""
     contained: bool = False
+    devices: Callable[[], int] | str | None = None
+
+    def device_count(self) -> int | None:
+        """How many devices this backend can choose from here; None for a backend without devices."""
+        if self.devices is None:
+            return None
+        try:
+            return int(_resolve(self.devices)())
+        except Exception:  # noqa: BLE001 - a broken probe means no devices, never a crash
+            return 0
 
     def is_available(self) -> bool:
         check = _resolve(self.available) if self.available is not None else None
@@ -287,6 +298,7 @@ register_backend(
         capabilities=frozenset({"f64", "i64", "atomics", "workgroup_memory", "workgroup_atomics", "resident_buffers",
                                 "async", "timed", "graphs", "exact_f32"}),
         available="vyre_decl.backends.cuda:cuda_available",
+        devices="vyre_decl.backends.cuda:cuda_device_count",
         summary="NVIDIA GPU through emitted PTX and a ctypes binding to libcuda.so.1",
     )
 )

@@ -16,10 +16,11 @@ from typing import Any, Iterable, Mapping
 from .corpus import CorpusProgram
 from .units import UnitResult
 
-__all__ = ["SCHEMA", "build", "merge", "content", "corpus_fingerprint", "CertificateError"]
+__all__ = ["SCHEMA", "build", "merge", "merge_devices", "content", "corpus_fingerprint", "CertificateError"]
 
 SCHEMA = "vyre_decl.certificate/1"
-_VOLATILE = ("started", "finished", "elapsed_s", "shard", "capsules")
+# where and when it ran, not what it found: a run on two GPUs certifies what a run on one does
+_VOLATILE = ("started", "finished", "elapsed_s", "shard", "capsules", "devices", "faults")
 
 
 class CertificateError(ValueError):
@@ -99,6 +100,17 @@ def build(header: Mapping[str, Any], results: Mapping[str, UnitResult]) -> dict[
             "routines": routines}
 
 
+def merge_devices(devices: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per slot (``cuda:0``, ...): its device, the shards it ran and their units."""
+    by_slot: dict[str, dict[str, Any]] = {}
+    for d in devices:
+        entry = by_slot.setdefault(d["slot"], {"slot": d["slot"], "device": d.get("device"), "shards": [], "units": 0})
+        entry["shards"] = sorted(set(entry["shards"]) | set(d.get("shards", ())),
+                                 key=lambda s: tuple(int(x) for x in s.split("/")))
+        entry["units"] += int(d.get("units", 0))
+    return [by_slot[k] for k in sorted(by_slot)]
+
+
 def content(cert: Mapping[str, Any]) -> dict[str, Any]:
     """The certificate without its timing and shard fields (what merging must reproduce)."""
     return {k: v for k, v in cert.items() if k not in _VOLATILE}
@@ -152,4 +164,5 @@ def merge(certs: list[Mapping[str, Any]]) -> dict[str, Any]:
     header["finished"] = max(c["finished"] for c in certs)
     header["elapsed_s"] = round(sum(c.get("elapsed_s", 0.0) for c in certs), 3)
     header["shard"] = f"merged {count}/{count}"
+    header["devices"] = merge_devices(d for c in certs for d in c.get("devices", ()))
     return {**header, "summary": _summary(ops, programs, routines), "ops": ops, "programs": programs, "routines": routines}

@@ -3,6 +3,8 @@
     python -m vyre_decl.conform [--backend auto|cuda|reference|NAME] [--ops GLOB ...] [--dialect NAME ...]
                                 [--programs DIR] [--routines GLOB] [--no-routines] [--seed N] [--cases N] [--shard I/N] [--out cert.json]
                                 [--capsules DIR] [--accuracy [N]] [--json] [--quiet]
+    python -m vyre_decl.conform [...] --devices all|0,1 | --dask ADDRESS|local:N [--shards N]
+    python -m vyre_decl.conform fleet --dask ADDRESS|local:N [--out DIR] [selection options]
     python -m vyre_decl.conform merge OUT SHARD.json ...
     python -m vyre_decl.conform replay CAPSULE.json [--backend NAME]
 
@@ -16,16 +18,10 @@ import json
 import os
 import sys
 import time
-from collections import defaultdict
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
 
 __all__ = ["main"]
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def _err(msg: str) -> int:
@@ -42,6 +38,12 @@ def _pick_backend(name: str) -> tuple[str, str | None]:
     from ..backends import list_backends
 
     infos = {b.name: b for b in list_backends()}
+    base, colon, ordinal = name.partition(":")
+    if colon:  # one device of a backend: cuda:1
+        if not (ordinal.isascii() and ordinal.isdigit()) or base == "auto":
+            raise _UsageError(f"bad backend {name!r}. Fix: write NAME:DEVICE, e.g. cuda:1")
+        _pick_backend(base)  # an unknown or unavailable backend is refused here
+        return name, None
     if name == "auto":
         for info in list_backends():
             if info.is_available():
@@ -57,56 +59,67 @@ def _pick_backend(name: str) -> tuple[str, str | None]:
     return name, None
 
 
-def _table(cert: dict[str, Any]) -> str:
-    b = cert["backend"]
-    lines = [f"vyre_decl conformance: backend {b['id']} on {b['device']}"
-             + (f", cc {b['compute_capability']}, driver {b['driver_version']}, {b['ptx_target']}" if b.get("ptx_target") else ""),
-             f"registry {cert['registry_fingerprint'][:16]}  corpus {(cert['corpus_fingerprint'] or '-')[:16]}  "
-             f"seed {cert['seed']}  "
-             f"random cases per op x type {cert['cases_per_op']}  shard {cert['shard']}", ""]
-    rows = [("", "op x types", "cases", "failed", "laws", "result")]
-    by_dialect: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
-    for key, entry in cert["ops"].items():
-        by_dialect[key.rsplit(".", 1)[0]].append((key, entry))
-    for dialect, entries in sorted(by_dialect.items()):
-        ok = sum(e["verdict"] == "pass" for _, e in entries)
-        rows.append((dialect, f"{ok}/{len(entries)}", f"{sum(e['cases'] for _, e in entries):,}",
-                     f"{sum(e['failed'] for _, e in entries):,}", f"{sum(e['laws_checked'] for _, e in entries):,}",
-                     "pass" if ok == len(entries) else "FAIL"))
-    progs = cert["programs"]
-    sized = {**{f"program {k}": v for k, v in progs.items()}, **{f"routine {k}": v for k, v in cert.get("routines", {}).items()}}
-    for label, group in (("programs", progs), ("routines", cert.get("routines", {}))):
-        if group:
-            ok = sum(p["verdict"] == "pass" for p in group.values())
-            runs = sum(len(p["runs"]) for p in group.values())
-            rows.append((f"{label} ({runs} runs)", f"{ok}/{len(group)}", f"{sum(p['cases'] for p in group.values()):,}",
-                         f"{sum(p['failed'] for p in group.values()):,}", "-", "pass" if ok == len(group) else "FAIL"))
-    widths = [max(len(r[i]) for r in rows) for i in range(6)]
-    for r in rows:
-        lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
-    measured = [(k, e["accuracy"]) for k, e in cert["ops"].items() if "accuracy" in e]
-    if measured:
-        lines += ["", f"accuracy against mpmath ({cert.get('accuracy_samples')} sampled inputs per op x type): "
-                  "max ULP / declared"]
-        lines += [f"  {k:40s} {a['max_ulp']:>4} / {a['budget']:<4} at {a['at']}" for k, a in measured]
-    failures = [(k, f) for k, e in cert["ops"].items() for f in e["failures"]]
-    failures += [(f"{k}@{size}", f) for k, p in sized.items() for size, r in p["runs"].items() for f in r["failures"]]
-    if failures:
-        lines += ["", f"failures ({len(failures)}):"]
-        for key, f in failures[:40]:
-            lines.append(f"  [{f['kind']}] {key}: {f['message']}")
-            if f.get("capsule"):
-                path = Path(cert.get("capsules") or ".") / f["capsule"]
-                lines.append(f"      replay: python -m vyre_decl.conform replay {path}")
-        if len(failures) > 40:
-            lines.append(f"  ... and {len(failures) - 40} more (see the certificate)")
-    s = cert["summary"]
-    lines += ["", f"{s['op_types']} op x types ({s['op_types_passed']} pass), {s['programs']} programs "
-              f"({s['programs_passed']} pass), {s.get('routines', 0)} routine x types ({s.get('routines_passed', 0)} pass), "
-              f"{s['cases']:,} cases ({s['failed_cases']:,} failed), "
-              f"{s['laws_checked']:,} law checks ({s['laws_failed']} failed): {s['verdict'].upper()} "
-              f"in {cert.get('elapsed_s', 0):.1f} s"]
-    return "\n".join(lines)
+def _selection(ap: argparse.ArgumentParser) -> None:
+    """The options saying what to certify and how (shared by a run and a fleet run)."""
+    ap.add_argument("--backend", default="auto", help="auto (default), cuda, cuda:1 (one device), reference or a "
+                    "registered backend")
+    ap.add_argument("--ops", action="append", default=[], metavar="GLOB", help="only ops whose id matches (repeatable)")
+    ap.add_argument("--dialect", action="append", default=[], help="only ops of this dialect (repeatable)")
+    ap.add_argument("--programs", metavar="DIR", help="program corpus directory (default: the shipped corpus; "
+                    "with --ops/--dialect programs run only when this is given)")
+    ap.add_argument("--routines", action="append", default=[], metavar="GLOB",
+                    help="only routines whose id matches (repeatable; with --ops/--dialect routines run only when given)")
+    ap.add_argument("--no-routines", action="store_true", help="leave the routines out")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--cases", type=int, default=1000, help="random cases per op x type (default 1000)")
+    ap.add_argument("--accuracy", nargs="?", type=int, const=2000, default=0, metavar="N",
+                    help="also measure each float function's error in ULP against mpmath on N sampled inputs "
+                    "(default 2000) per op x type, failing where it exceeds the op's declared budget")
+    ap.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+
+def _spec(args: argparse.Namespace) -> Any:
+    """The RunSpec of the parsed options; _UsageError for a bad value."""
+    if args.cases < 0:
+        raise _UsageError("--cases must be >= 0. Fix: pass a count >= 0 (0: known answers and laws only)")
+    if args.accuracy < 0:
+        raise _UsageError("--accuracy must be >= 0. Fix: pass a sample count >= 1, or leave --accuracy out")
+    if args.accuracy:
+        try:
+            import mpmath  # type: ignore[import-untyped]  # noqa: F401 - a test dependency, needed only here
+        except ImportError:
+            raise _UsageError("--accuracy needs mpmath. Fix: pip install mpmath (a test dependency)") from None
+    from .certify import RunSpec
+
+    return RunSpec(ops=tuple(args.ops), dialects=tuple(args.dialect), programs=args.programs,
+                   routines=tuple(args.routines), no_routines=args.no_routines, seed=args.seed, cases=args.cases,
+                   accuracy=args.accuracy)
+
+
+def _device_slots(backend: str, devices: str) -> list[str]:
+    """``cuda:0``, ``cuda:1``, ... for ``--devices all`` or ``--devices 0,1``."""
+    from ..backends import list_backends
+
+    base = backend.partition(":")[0]
+    infos = [i for i in list_backends() if i.is_available() and i.device_count() is not None]
+    info = next((i for i in infos if i.name == base or base == "auto"), None)
+    if info is None:
+        raise _UsageError(f"--devices needs a backend with devices here, and {backend!r} is not one. "
+                          "Fix: run on a machine with a GPU and use --backend cuda (or leave --backend out)")
+    have = info.device_count() or 0
+    if devices == "all":
+        chosen = list(range(have))
+    else:
+        try:
+            chosen = [int(d) for d in devices.split(",")]
+        except ValueError:
+            raise _UsageError(f"bad --devices {devices!r}. Fix: write all, or device numbers like 0,1") from None
+        if len(set(chosen)) != len(chosen) or any(not 0 <= d < have for d in chosen):
+            raise _UsageError(f"bad --devices {devices!r}: this machine has devices 0..{have - 1}, each named "
+                              "once. Fix: write all, or distinct numbers of existing devices")
+    if not chosen:
+        raise _UsageError(f"the {info.name} backend sees no device here. Fix: check the driver (nvidia-smi)")
+    return [f"{info.name}:{d}" for d in chosen]
 
 
 def _run(argv: Sequence[str]) -> int:
@@ -117,29 +130,24 @@ def _run(argv: Sequence[str]) -> int:
                                         "  python -m vyre_decl.conform merge OUT SHARD.json ...   "
                                         "one certificate from the shards' certificates\n"
                                         "  python -m vyre_decl.conform replay CAPSULE.json [--backend NAME]   "
-                                        "re-run one failed case\n\n"
+                                        "re-run one failed case\n"
+                                        "  python -m vyre_decl.conform fleet --dask ADDRESS [--out DIR] ...   "
+                                        "one certification per worker's device, side by side\n\n"
                                         "exit status: 0 all passed, 1 a failure, 2 a usage or environment error")
-    ap.add_argument("--backend", default="auto", help="auto (default), cuda, reference or a registered backend")
-    ap.add_argument("--ops", action="append", default=[], metavar="GLOB", help="only ops whose id matches (repeatable)")
-    ap.add_argument("--dialect", action="append", default=[], help="only ops of this dialect (repeatable)")
-    ap.add_argument("--programs", metavar="DIR", help="program corpus directory (default: the shipped corpus; "
-                    "with --ops/--dialect programs run only when this is given)")
-    ap.add_argument("--routines", action="append", default=[], metavar="GLOB",
-                    help="only routines whose id matches (repeatable; with --ops/--dialect routines run only when given)")
-    ap.add_argument("--no-routines", action="store_true", help="leave the routines out")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--cases", type=int, default=1000, help="random cases per op x type (default 1000)")
+    _selection(ap)
     ap.add_argument("--shard", default="0/1", metavar="I/N", help="run the I-th of N shards (0-based)")
+    ap.add_argument("--devices", metavar="all|0,1", help="run on these GPUs of this host at once, one worker process "
+                    "each; a device that faults gives its shards to the others")
+    ap.add_argument("--dask", metavar="ADDRESS", help="run the shards as tasks on the Dask cluster at ADDRESS "
+                    "(tcp://HOST:8786), or on a new local one with local:N (N workers; pip install 'vyre-decl[dask]')")
+    ap.add_argument("--shards", type=int, default=0, metavar="N",
+                    help="with --devices or --dask: cut the run into N shards (default four per device or worker)")
     ap.add_argument("--out", default="vyre-certificate.json", help="certificate path (default vyre-certificate.json)")
     ap.add_argument("--capsules", help="directory for replay capsules (default: next to the certificate)")
-    ap.add_argument("--accuracy", nargs="?", type=int, const=2000, default=0, metavar="N",
-                    help="also measure each float function's error in ULP against mpmath on N sampled inputs "
-                    "(default 2000) per op x type, failing where it exceeds the op's declared budget")
     ap.add_argument("--fuzz", type=int, default=0, metavar="N",
                     help="instead of certifying: run N generated programs on the backend and the reference and "
                     "compare them bit for bit (seeds from --seed); mismatches become replay capsules")
     ap.add_argument("--json", action="store_true", help="print the certificate on stdout instead of the table")
-    ap.add_argument("--quiet", action="store_true", help="no progress on stderr")
     args = ap.parse_args(argv)
     try:
         index, count = (int(x) for x in args.shard.split("/"))
@@ -147,51 +155,36 @@ def _run(argv: Sequence[str]) -> int:
             raise ValueError
     except ValueError:
         return _err(f"bad --shard {args.shard!r}. Fix: write I/N with 0 <= I < N, e.g. 0/4")
-    if args.cases < 0:
-        return _err("--cases must be >= 0")
-    if args.accuracy < 0:
-        return _err("--accuracy must be >= 0")
     if args.fuzz < 0:
-        return _err("--fuzz must be >= 0")
-    if args.accuracy:
-        try:
-            import mpmath  # type: ignore[import-untyped]  # noqa: F401 - a test dependency, needed only here
-        except ImportError:
-            return _err("--accuracy needs mpmath. Fix: pip install mpmath (a test dependency)")
+        return _err("--fuzz must be >= 0. Fix: pass how many programs to generate, >= 1")
+    if args.shards < 0:
+        return _err("--shards must be >= 0. Fix: pass how many shards to cut the run into, or 0 for four per device")
+    spread = [opt for opt, v in (("--devices", args.devices), ("--dask", args.dask)) if v]
+    clash = spread[1:] + [opt for opt, v in (("--shard", count > 1), ("--fuzz", args.fuzz)) if v and spread]
+    if clash:
+        return _err(f"{spread[0]} cannot be combined with {clash[0]}. Fix: leave one of them out")
+    if args.shards and not spread:
+        return _err("--shards goes with --devices or --dask. Fix: use --shard I/N to run one shard yourself")
 
-    from .._version import __version__
-    from ..registry import default_registry
     from .capsule import clear_capsules
-    from .certificate import build, corpus_fingerprint
-    from .corpus import corpus_dir, load_corpus
-    from .isolation import CaseError, make_runner
-    from .accuracy import measure_accuracy
-    from .runner import Conformance, run_units, select_units
+    from .certify import SetupError, certify, plan
 
-    registry = default_registry()
-    if registry.errors:
-        for d in registry.errors:
+    try:
+        spec = _spec(args)
+        the_plan = plan(spec)
+        if args.dask:
+            name, note = args.backend, None  # the workers' machines decide what runs there
+        elif args.devices:
+            name, note = args.backend, None
+            slots = _device_slots(args.backend, args.devices)
+        else:
+            name, note = _pick_backend(args.backend)
+    except (_UsageError, SetupError) as exc:
+        return _err(str(exc))
+    if the_plan.registry.errors:
+        for d in the_plan.registry.errors:
             print(d, file=sys.stderr)
         print("warning: some op files were rejected (see above); their ops are not certified", file=sys.stderr)
-    programs_dir = Path(args.programs) if args.programs else corpus_dir()
-    if not programs_dir.is_dir():
-        return _err(f"no program directory {programs_dir}. Fix: pass an existing --programs DIR")
-    try:
-        corpus = load_corpus(programs_dir)
-    except Exception as exc:  # noqa: BLE001 - a corpus that does not parse is a usage error
-        return _err(f"cannot read the program corpus: {exc}")
-    with_programs = bool(args.programs) or not (args.ops or args.dialect or args.routines)
-    with_routines = not args.no_routines and (bool(args.routines) or not (args.ops or args.dialect or args.programs))
-    only_routines = bool(args.routines) and not (args.ops or args.dialect)
-    units = select_units(registry, corpus, args.ops, args.dialect, with_programs, args.routines if with_routines else None,
-                         with_ops=not only_routines)
-    if not units:
-        return _err("nothing selected. Fix: check --ops/--dialect")
-    mine = [u for i, u in enumerate(units) if i % count == index]
-    try:
-        name, note = _pick_backend(args.backend)
-    except _UsageError as exc:
-        return _err(str(exc))
     progress = (lambda s: None) if args.quiet else _progress(sys.stderr)
     if note:
         print(note, file=sys.stderr)
@@ -203,46 +196,94 @@ def _run(argv: Sequence[str]) -> int:
     removed = clear_capsules(capsules)  # an earlier run's capsules would read as this run's failures
     if removed:
         progress(f"removed {removed} capsule(s) of an earlier run from {capsules}")
-    try:
-        runner = make_runner(name)
-    except CaseError as err:
-        return _err(f"cannot start the {name} backend: {err}")
     if args.fuzz:
-        return _fuzz(runner, registry, args.fuzz, args.seed, progress, capsules)
-    started, t0 = _now(), time.perf_counter()
+        return _fuzz(name, the_plan.registry, args.fuzz, args.seed, progress, capsules)
+    if spread:
+        return _spread(args, spec, slots if args.devices else [], out, capsules, progress)
     try:
-        conf = Conformance(runner, registry, seed=args.seed, cases=args.cases, capsule_dir=capsules)
-        progress(f"certifying {name} ({runner.info.get('device')}): {len(mine)} of {len(units)} units "
-                 f"(shard {index}/{count}), seed {args.seed}")
-        results = run_units(conf, mine, len(mine), progress)
-        if args.accuracy:
-            measure_accuracy(runner, mine, results, args.accuracy, args.seed, progress)
-        progress("")
-    finally:
-        runner.close()
-    header = {
-        "vyre_decl_version": __version__,
-        "backend": runner.info,
-        "registry_fingerprint": registry.fingerprint,
-        "corpus_fingerprint": corpus_fingerprint(corpus) if with_programs else None,
-        "seed": args.seed,
-        "cases_per_op": args.cases,
-        "accuracy_samples": args.accuracy,
-        "selection": {"ops": sorted(args.ops), "dialects": sorted(args.dialect), "programs": with_programs,
-                      "routines": sorted(args.routines) if with_routines else None},
-        "units_total": len(units),
-        "shard": f"{index}/{count}",
-        "capsules": str(capsules),
-        "started": started,
-        "finished": _now(),
-        "elapsed_s": round(time.perf_counter() - t0, 3),
-    }
-    return _finish(build(header, results), out, args.json)
+        cert = certify(spec, name, index, count, capsules, progress, the_plan)
+    except SetupError as exc:
+        return _err(str(exc))
+    return _finish(cert, out, args.json)
 
 
-def _fuzz(runner: Any, registry: Any, count: int, seed: int, progress: Any, capsules: Path) -> int:
+def _spread(args: argparse.Namespace, spec: Any, slots: list[str], out: Path, capsules: Path, progress: Any) -> int:
+    """A run on several devices of this host, or on a Dask cluster: shards, merged."""
+    from .cluster import ClusterError, certify_on_dask, cluster_backend, connect
+    from .devicepool import PoolError, certify_on_slots
+
+    try:
+        if slots:
+            progress(f"certifying on {len(slots)} devices: {', '.join(slots)}")
+            run = certify_on_slots(spec, slots, args.shards or None, progress)
+        else:
+            with connect(args.dask, args.backend) as client:
+                backend = cluster_backend(client, args.backend)
+                progress(f"certifying {backend} on the Dask cluster {args.dask}")
+                run = certify_on_dask(client, spec, backend, args.shards or None, progress)
+    except (PoolError, ClusterError) as exc:
+        return _err(str(exc))
+    if run.capsules:
+        capsules.mkdir(parents=True, exist_ok=True)
+        for file_name, text in run.capsules.items():
+            (capsules / file_name).write_text(text)
+    run.certificate["capsules"] = str(capsules)
+    for fault in run.faults:
+        print(f"fault: {fault['slot']} on shard {fault['shard']}: {fault['message']}", file=sys.stderr)
+    return _finish(run.certificate, out, args.json)
+
+
+def _fleet(argv: Sequence[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m vyre_decl.conform fleet",
+                                 description="One certification on every Dask worker's device; a report of which "
+                                 "device and driver fails which unit (text, JSON and a standalone HTML page).")
+    ap.add_argument("--dask", required=True, metavar="ADDRESS", help="the cluster: tcp://HOST:8786 or local:N")
+    ap.add_argument("--out", default="vyre-fleet", metavar="DIR",
+                    help="directory for fleet.json, fleet.html and each device's certificate (default vyre-fleet)")
+    _selection(ap)
+    args = ap.parse_args(argv)
+    from .certify import now
+    from .cluster import ClusterError, cluster_backend, connect, fleet_certificates
+    from .fleet import fleet_html, fleet_report, fleet_table
+
+    out = Path(args.out)
+    try:
+        spec = _spec(args)
+        out.mkdir(parents=True, exist_ok=True)
+    except _UsageError as exc:
+        return _err(str(exc))
+    except OSError as exc:
+        return _err(f"cannot create the report directory {out}: {exc}. Fix: pass another --out")
+    progress = (lambda s: None) if args.quiet else _progress(sys.stderr)
+    started = now()
+    try:
+        with connect(args.dask, args.backend) as client:
+            results = fleet_certificates(client, spec, cluster_backend(client, args.backend), progress)
+    except ClusterError as exc:
+        return _err(str(exc))
+    for i, result in enumerate(results):
+        if result.get("certificate") is not None:
+            result["certificate"]["capsules"] = str(out / f"capsules-{i}")
+            (out / f"certificate-{i}.json").write_text(json.dumps(result["certificate"], indent=1))
+        for file_name, text in result.get("capsules", {}).items():
+            (out / f"capsules-{i}").mkdir(exist_ok=True)
+            (out / f"capsules-{i}" / file_name).write_text(text)
+    report = fleet_report(results, started, now())
+    (out / "fleet.json").write_text(json.dumps(report, indent=1))
+    (out / "fleet.html").write_text(fleet_html(report))
+    print(fleet_table(report))
+    print(f"fleet report: {out / 'fleet.json'}, {out / 'fleet.html'}")
+    return 0 if report["verdict"] == "pass" else 1
+
+
+def _fuzz(backend: str, registry: Any, count: int, seed: int, progress: Any, capsules: Path) -> int:
     from .fuzzrun import run_fuzz
+    from .isolation import CaseError, make_runner
 
+    try:
+        runner = make_runner(backend)
+    except CaseError as err:
+        return _err(f"cannot start the {backend} backend: {err}")
     t0 = time.perf_counter()
     try:
         ran, problems = run_fuzz(runner, registry, count, seed, progress, capsules)
@@ -271,7 +312,9 @@ def _finish(cert: dict[str, Any], out: Path, as_json: bool) -> int:
     if as_json:
         print(json.dumps(cert, indent=1))
     else:
-        print(_table(cert))
+        from .report import certificate_table
+
+        print(certificate_table(cert))
         print(f"certificate: {out}")
     return 0 if cert["summary"]["verdict"] == "pass" else 1
 
@@ -318,4 +361,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _merge(args[1:])
     if args and args[0] == "replay":
         return _replay(args[1:])
+    if args and args[0] == "fleet":
+        return _fleet(args[1:])
     return _run(args)

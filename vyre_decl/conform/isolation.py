@@ -18,7 +18,7 @@ import numpy as np
 from ..ir.canonical import dumps, loads
 from ..ir.nodes import Program
 
-__all__ = ["CaseError", "Runner", "InProcessRunner", "IsolatedRunner", "make_runner"]
+__all__ = ["CaseError", "DeviceLost", "Runner", "InProcessRunner", "IsolatedRunner", "make_runner"]
 
 
 @dataclass
@@ -30,6 +30,12 @@ class CaseError(Exception):
 
     def __str__(self) -> str:
         return self.message
+
+
+class DeviceLost(BaseException):
+    """The backend's worker cannot be started again after a fault: its device or driver is gone.
+    A BaseException, so that the ``except Exception`` of a unit or a shrinker cannot take it for a
+    failed case: the shard stops, and a multi-device run gives the shard to another device."""
 
 
 class Runner(Protocol):
@@ -107,10 +113,11 @@ def _serve(conn: Any, backend_name: str) -> None:
 
 
 class IsolatedRunner:
-    """Runs on a backend that lives in a worker subprocess, replaced after a fault."""
+    """Runs on a backend that lives in a worker subprocess, replaced after a fault. ``slot`` is
+    what the worker acquires (``cuda:1``: device 1); ``name`` is the backend's name."""
 
-    def __init__(self, backend_name: str, timeout: float = 120.0) -> None:
-        self.name, self.timeout = backend_name, timeout
+    def __init__(self, slot: str, timeout: float = 120.0) -> None:
+        self.slot, self.name, self.timeout = slot, slot.partition(":")[0], timeout
         self._ctx = multiprocessing.get_context("spawn")
         self._proc: Any = None
         self._conn: Any = None
@@ -119,12 +126,12 @@ class IsolatedRunner:
 
     def _start(self) -> dict[str, Any]:
         parent, child = self._ctx.Pipe()
-        proc = self._ctx.Process(target=_serve, args=(child, self.name), daemon=True)
+        proc = self._ctx.Process(target=_serve, args=(child, self.slot), daemon=True)
         proc.start()
         child.close()
         if not parent.poll(self.timeout):
             proc.kill()
-            raise CaseError(f"the {self.name} worker did not start within {self.timeout:.0f} s", True)
+            raise CaseError(f"the {self.slot} worker did not start within {self.timeout:.0f} s", True)
         msg = parent.recv()
         if msg[0] != "ready":
             proc.join(5)
@@ -137,7 +144,10 @@ class IsolatedRunner:
             self._proc.kill()
             self._proc.join(5)
         self.restarts += 1
-        self._start()
+        try:
+            self._start()
+        except CaseError as err:
+            raise DeviceLost(f"{self.slot} cannot be started again after a fault: {err}") from None
 
     def run(self, program: Program, inputs: list[np.ndarray], grid: tuple[int, int, int] | None) -> list[np.ndarray]:
         try:
@@ -171,7 +181,7 @@ class IsolatedRunner:
 
 def make_runner(backend_name: str) -> Runner:
     """In-process for a backend whose faults are contained (the reference), a worker subprocess
-    for every other."""
+    for every other. ``cuda:1`` names device 1 of the cuda backend."""
     from ..backends import acquire, list_backends
 
     if any(info.name == backend_name and info.contained for info in list_backends()):

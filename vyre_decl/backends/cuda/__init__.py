@@ -20,11 +20,12 @@ from __future__ import annotations
 
 from ..config import Timing
 from .backend import CudaBackend
-from .device import CudaPoisoned, DeviceInfo, Occupancy, cuda_available
+from .device import CudaPoisoned, DeviceInfo, Occupancy, cuda_available, cuda_device_count
 from .graphs import CudaGraph, DispatchSequence
 from .launches import BoundLaunch, PendingDispatch
 from .memory import DeviceBuffer
 from .pipeline import CudaPipeline
 
 __all__ = ["CudaBackend", "CudaPipeline", "DeviceBuffer", "PendingDispatch", "Timing", "DispatchSequence",
-           "CudaGraph", "DeviceInfo", "CudaPoisoned", "BoundLaunch", "Occupancy", "cuda_available"]
+           "CudaGraph", "DeviceInfo", "CudaPoisoned", "BoundLaunch", "Occupancy", "cuda_available",
+           "cuda_device_count"]

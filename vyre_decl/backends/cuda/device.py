@@ -29,7 +29,8 @@ from ...ir.nodes import Program
 from ...settings import env_int
 from ..config import Timing
 
-__all__ = ["Device", "DeviceInfo", "Occupancy", "CudaPoisoned", "COUNTERS", "prepare_environment", "cuda_available"]
+__all__ = ["Device", "DeviceInfo", "Occupancy", "CudaPoisoned", "COUNTERS", "prepare_environment", "cuda_available",
+           "cuda_device_count"]
 
 COUNTERS = ("launches", "graph_launches", "bytes_h2d", "bytes_d2h", "syncs", "ptx_memory_hits", "ptx_disk_hits",
             "cubin_disk_hits", "module_hits", "jit_compiles", "jit_ms", "load_us", "allocations", "pool_hits",
@@ -49,6 +50,12 @@ def cuda_available() -> bool:
     """Whether a CUDA driver and at least one device are present."""
     prepare_environment()
     return cu.available()
+
+
+def cuda_device_count() -> int:
+    """How many CUDA devices this process sees (0 without a driver)."""
+    prepare_environment()
+    return cu.device_count()
 
 
 def _loads_within(ceiling: str) -> Callable[[Target], bool]:
