@@ -18,3 +18,12 @@ def die_once(spec: RunSpec, slot: str, index: int, count: int) -> dict[str, Any]
         marker.write_text(slot)
         os._exit(3)
     return run_shard(spec, slot, index, count)
+
+
+def lose_the_device(spec: RunSpec, slot: str, index: int, count: int) -> dict[str, Any]:
+    """Slot "reference:lost" behaves as a device that is lost mid-shard."""
+    from vyre_decl.conform.isolation import DeviceLost
+
+    if slot == "reference:lost":
+        raise DeviceLost("cuda:1 cannot be started again after a fault: CUDA_ERROR_ECC_UNCORRECTABLE")
+    return run_shard(spec, slot, index, count)

@@ -58,6 +58,36 @@ def test_a_worker_process_that_dies_gives_its_shard_to_another_device(small_whol
     assert run.attempts[1] == 2
 
 
+def test_a_device_lost_mid_shard_gives_the_shard_to_another_device(small_whole):
+    run = certify_on_slots(SMALL, ["reference:lost", "reference"], shards=2, task=pool_tasks.lose_the_device)
+    assert content(run.certificate) == content(small_whole)
+    assert [(f["slot"], f["message"].split(":")[0]) for f in run.faults] == [("reference:lost", "DeviceLost")]
+
+
+def test_a_worker_that_cannot_restart_after_a_fault_loses_the_device_and_ends_the_shard(monkeypatch):
+    from vyre_decl.conform.isolation import CaseError, DeviceLost, IsolatedRunner
+    from vyre_decl.conform.runner import Conformance, run_units
+    from vyre_decl.conform.certify import plan
+
+    runner = IsolatedRunner("reference", timeout=60)
+    try:
+        the_plan = plan(SMALL)
+        conf = Conformance(runner, the_plan.registry, seed=1, cases=10)
+        assert run_units(conf, the_plan.units[:1], 1, lambda s: None)[the_plan.units[0].key].verdict == "pass"
+
+        def no_more_workers(self):
+            raise CaseError("the reference worker did not start within 60 s", True)
+
+        monkeypatch.setattr(IsolatedRunner, "_start", no_more_workers)
+        runner._proc.kill()  # the worker dies, and no new one can be started
+        runner._proc.join(5)
+        with pytest.raises(DeviceLost, match="reference cannot be started again after a fault"):
+            run_units(conf, the_plan.units[1:3], 2, lambda s: None)  # not a failed case: the shard ends
+    finally:
+        monkeypatch.undo()
+        runner.close()
+
+
 def test_when_every_slot_faults_the_run_is_an_error_not_a_certificate():
     with pytest.raises(PoolError, match="shard 0/1 faulted on \\['reference:0'\\]"):
         certify_on_slots(SMALL, ["reference:0"], shards=1)
@@ -265,3 +295,29 @@ def test_conform_on_every_gpu_of_the_host_gives_the_single_device_certificate(tm
     one, every = (json.loads((tmp_path / f).read_text()) for f in ("one.json", "all.json"))
     assert content(one) == content(every)
     assert [d["slot"] for d in every["devices"]] == [f"cuda:{i}" for i in range(cuda.device_count() or 0)]
+
+
+@pytest.mark.gpu
+def test_the_readme_multi_gpu_map_splits_over_every_device():
+    import importlib.util
+
+    import numpy as np
+
+    from vyre_decl.backends.cuda import CudaBackend, cuda_device_count
+
+    if cuda_device_count() == 0:
+        pytest.skip("no CUDA GPU here")
+    path = Path(__file__).resolve().parent.parent / "scripts" / "multi_gpu_map.py"
+    module_spec = importlib.util.spec_from_file_location("multi_gpu_map", path)
+    script = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(script)
+    rng = np.random.default_rng(3)
+    x, y = rng.random(1_000_003, dtype=np.float32), rng.random(1_000_003, dtype=np.float32)
+    backends = [CudaBackend(device=d) for d in range(cuda_device_count())]
+    try:
+        for count in range(1, len(backends) + 1):
+            assert np.array_equal(script.split_map(x, y, backends[:count]), x * np.float32(2) + y)
+        assert np.array_equal(script.split_map(x[:1], y[:1], backends), x[:1] * np.float32(2) + y[:1])  # empty shares
+    finally:
+        for b in backends:
+            b.close()
