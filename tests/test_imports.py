@@ -42,6 +42,18 @@ def test_a_registry_loads_without_pydantic_or_numpy(tmp_path):
     assert "vyre_decl.registry.files" not in mods, "a valid snapshot must not load the checking machinery"
 
 
+def test_a_first_dispatch_loads_no_module_it_does_not_use(tmp_path):
+    """logging and fractions cost a fresh process ~7 ms; a healthy run never warns, and only
+    the exact fma of the reference needs exact fractions."""
+    env = f"import os; os.environ['VYRE_DECL_CACHE_DIR'] = {str(tmp_path)!r}\n"
+    code = env + ("import numpy as np, vyre_decl\nfrom vyre_decl.bench.kernels import TWO\n"
+                  "a = np.arange(8, dtype=np.uint32)\nassert (vyre_decl.acquire('reference').dispatch(TWO, [a, a])[0] "
+                  "== 2 * a).all()")
+    for _ in range(2):  # without a registry snapshot, then with it
+        mods = _modules_after(code)
+        assert "logging" not in mods and "fractions" not in mods and "pydantic" not in mods or _ == 0
+
+
 LAYERS = [["ir"], ["registry"], ["reference", "emit"], ["backends"], ["routines"], ["conform"], ["ops"]]
 
 

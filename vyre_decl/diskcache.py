@@ -14,19 +14,25 @@ The cache is bounded: when its files exceed ``max_bytes()`` (``VYRE_DECL_CACHE_M
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 from pathlib import Path
 
 from .settings import env_int
 
-__all__ = ["cache_dir", "DiskCache", "CACHE_ENV", "MAX_ENV", "max_bytes", "usage", "evict", "clear"]
+__all__ = ["cache_dir", "DiskCache", "CACHE_ENV", "MAX_ENV", "max_bytes", "usage", "evict", "clear", "warn"]
 
 CACHE_ENV = "VYRE_DECL_CACHE_DIR"
 MAX_ENV = "VYRE_DECL_CACHE_MAX_MB"
 DEFAULT_MAX_MB = 1024
 _CHECK_EVERY = 64  # puts between two size checks of the whole cache
-_log = logging.getLogger("vyre_decl.cache")
+
+
+def warn(logger: str, message: str, *args: object) -> None:
+    """A warning on the logger ``logger``; logging is imported only when there is something to
+    say (importing it costs a fresh process ~4 ms, and a healthy run never warns)."""
+    import logging
+
+    logging.getLogger(logger).warning(message, *args)
 
 
 def max_bytes() -> int:
@@ -119,7 +125,7 @@ class DiskCache:
             return None
         digest, payload = data[:32], data[32:]
         if hashlib.sha256(payload).digest() != digest:
-            _log.warning("vyre_decl: corrupt cache entry %s (checksum mismatch); rebuilding it", path)
+            warn("vyre_decl.cache", "vyre_decl: corrupt cache entry %s (checksum mismatch); rebuilding it", path)
             try:
                 path.unlink()
             except OSError:
@@ -148,7 +154,7 @@ class DiskCache:
             if self._puts % _CHECK_EVERY == 1:
                 self.evictions += evict(self.limit, self.base)
         except OSError as exc:  # a read-only or full cache must not break dispatch
-            _log.warning("vyre_decl: cannot write cache entry %s: %s", path, exc)
+            warn("vyre_decl.cache", "vyre_decl: cannot write cache entry %s: %s", path, exc)
             if tmp is not None:
                 try:
                     os.unlink(tmp)

@@ -11,7 +11,7 @@ zero literal, as long as the program stays valid and still fails.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from ..ir.record import replace
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np

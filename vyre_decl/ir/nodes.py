@@ -11,6 +11,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Final, Union
 
+from .record import Record
 from .scalars import decode, encode
 from .types import DataType
 
@@ -81,13 +82,12 @@ class IdKind(enum.Enum):
 # ----------------------------------------------------------------------------- expressions
 
 
-class Expr:
+class Expr(Record):
     """Base of all expression nodes."""
 
     __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True)
 class Lit(Expr):
     """A typed constant, stored as its exact bit pattern."""
 
@@ -104,14 +104,12 @@ class Lit(Expr):
         return decode(self.dtype, self.bits)
 
 
-@dataclass(frozen=True, slots=True)
 class Var(Expr):
     """The current value of a ``let``-bound or loop variable."""
 
     name: str
 
 
-@dataclass(frozen=True, slots=True)
 class Load(Expr):
     """Element ``index`` of ``buffer`` (0 when out of bounds), widened to its value type."""
 
@@ -119,14 +117,12 @@ class Load(Expr):
     index: Expr
 
 
-@dataclass(frozen=True, slots=True)
 class BufLen(Expr):
     """The element count of ``buffer`` at dispatch time (u32)."""
 
     buffer: str
 
 
-@dataclass(frozen=True, slots=True)
 class Id(Expr):
     """An invocation id component (u32): ``kind`` on ``axis`` 0, 1 or 2 (x, y, z)."""
 
@@ -134,7 +130,6 @@ class Id(Expr):
     axis: int
 
 
-@dataclass(frozen=True, slots=True)
 class Op(Expr):
     """Application of registry op ``op`` to ``args``.
 
@@ -153,7 +148,6 @@ class Op(Expr):
         object.__setattr__(self, "types", tuple(sorted(self.types, key=lambda kv: kv[0])))
 
 
-@dataclass(frozen=True, slots=True)
 class Select(Expr):
     """``if_true`` where ``cond`` holds, else ``if_false``. Both arms are evaluated, unless
     ``lazy`` (written ``branch(c, a, b)``): then a GPU runs only the chosen arm, behind a branch —
@@ -166,7 +160,6 @@ class Select(Expr):
     lazy: bool = False
 
 
-@dataclass(frozen=True, slots=True)
 class Atomic(Expr):
     """Atomic read-modify-write of ``buffer[index]`` with atomic op ``op``; yields the old value.
 
@@ -186,7 +179,7 @@ class Atomic(Expr):
 # ----------------------------------------------------------------------------- statements
 
 
-class Node:
+class Node(Record):
     """Base of all statement nodes."""
 
     __slots__ = ()
@@ -197,7 +190,6 @@ def _freeze_body(obj: object, *names: str) -> None:
         object.__setattr__(obj, name, tuple(getattr(obj, name)))
 
 
-@dataclass(frozen=True, slots=True)
 class Let(Node):
     """Bind a new variable ``name`` (visible to the rest of the enclosing scope)."""
 
@@ -205,7 +197,6 @@ class Let(Node):
     value: Expr
 
 
-@dataclass(frozen=True, slots=True)
 class Assign(Node):
     """Overwrite an existing ``let`` variable."""
 
@@ -213,7 +204,6 @@ class Assign(Node):
     value: Expr
 
 
-@dataclass(frozen=True, slots=True)
 class Store(Node):
     """``buffer[index] = value`` (narrowed to the element type; dropped when out of bounds)."""
 
@@ -222,7 +212,6 @@ class Store(Node):
     value: Expr
 
 
-@dataclass(frozen=True, slots=True)
 class If(Node):
     cond: Expr
     then: tuple[Node, ...]
@@ -232,7 +221,6 @@ class If(Node):
         _freeze_body(self, "then", "otherwise")
 
 
-@dataclass(frozen=True, slots=True)
 class Loop(Node):
     """``for var in start..end`` (half-open; bounds evaluated once; var is read-only)."""
 
@@ -245,12 +233,10 @@ class Loop(Node):
         _freeze_body(self, "body")
 
 
-@dataclass(frozen=True, slots=True)
 class Return(Node):
     """End this invocation."""
 
 
-@dataclass(frozen=True, slots=True)
 class Block(Node):
     """A nested scope."""
 
@@ -260,12 +246,10 @@ class Block(Node):
         _freeze_body(self, "body")
 
 
-@dataclass(frozen=True, slots=True)
 class Barrier(Node):
     """Workgroup barrier: every invocation of the workgroup waits here; memory is synchronised."""
 
 
-@dataclass(frozen=True, slots=True)
 class Region(Node):
     """A labelled group of statements (``generator`` names what produced it). Unlike ``Block``
     it opens no scope: its lets stay visible after it."""
@@ -282,8 +266,7 @@ Statement = Union[Let, Assign, Store, If, Loop, Return, Block, Barrier, Region]
 # ----------------------------------------------------------------------------- program
 
 
-@dataclass(frozen=True, slots=True)
-class BufferDecl:
+class BufferDecl(Record):
     """A buffer the program uses.
 
     ``count`` is the element count; 0 means sized at dispatch: by the host array for inputs, or

@@ -7,9 +7,9 @@ only need this view (``OpTable``), so the IR does not depend on the registry.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
 from typing import Mapping, Protocol, Sequence
 
+from .record import Record
 from .types import DataType
 
 __all__ = ["Param", "AttrSig", "OpSignature", "OpTable", "SignatureError", "Binding"]
@@ -26,22 +26,19 @@ class SignatureError(ValueError):
         self.code, self.message, self.fix = code, message, fix
 
 
-@dataclass(frozen=True, slots=True)
-class Param:
+class Param(Record):
     name: str
     type: str  # a concrete type name or a type variable name
     memory: bool = False  # the memory operand of an atomic op
 
 
-@dataclass(frozen=True, slots=True)
-class AttrSig:
+class AttrSig(Record):
     name: str
     dtype: DataType
     default: int | None = None  # bit pattern, None = required
 
 
-@dataclass(frozen=True, slots=True)
-class OpSignature:
+class OpSignature(Record):
     op_id: str
     inputs: tuple[Param, ...]
     output: Param

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from .record import replace
 from typing import Iterator, Mapping, Sequence
 
 from .nodes import Assign, Atomic, Block, Expr, If, Let, Load, Loop, Node, Op, Region, Select, Store, Var

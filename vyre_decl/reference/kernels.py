@@ -10,7 +10,6 @@ numpy scalar}) -> ndarray``. Importing the module checks that it implements the 
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 from typing import Callable, Final, Mapping, Sequence
 
 import numpy as np
@@ -234,6 +233,8 @@ def _fma_exact(x: float, y: float, z: float) -> float:
         return z  # a finite product, however large, does not change an infinite addend
     if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
         return x * y + z  # an infinite or NaN factor, or a NaN addend: no finite product overflows here
+    from fractions import Fraction  # here, not at import: a fresh process pays ~3 ms for it
+
     v = Fraction(x) * Fraction(y) + Fraction(z)
     if v == 0:  # the sign of an exact zero: -0 only for (-0 or a negative product of zero) + -0
         both_negative = (x == 0 or y == 0) and z == 0 and math.copysign(1, x) * math.copysign(1, y) < 0 \

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, Mapping
 
 from ..ir.nodes import Expr
+from ..ir.record import Record
 from ..ir.signature import Binding, OpSignature
 from ..ir.scalars import element_bits
 from ..ir.types import DataType
@@ -29,8 +30,7 @@ TRAITS: Final[Mapping[str, str]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class LawDef:
+class LawDef(Record):
     """A declared law: its kind, its argument (element spelling or op id) and where it applies."""
 
     law: str
@@ -53,8 +53,7 @@ class LawDef:
         return CATALOGUE[self.law]
 
 
-@dataclass(frozen=True, slots=True)
-class Template:
+class Template(Record):
     """A template instantiated for one binding. Each line alternates literal text and the names
     of the operands the emitter fills (registers, attribute immediates, address and space)."""
 
@@ -72,8 +71,7 @@ class Template:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class Kat:
+class Kat(Record):
     """Known-answer rows for one binding: each row is (input bits..., expected output bits)."""
 
     binding: Binding
@@ -82,8 +80,7 @@ class Kat:
     note: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class Compose:
+class Compose(Record):
     """A composite op's definition for one binding: named steps in order, then the result.
     Constants of type variables are already concrete literals."""
 
@@ -91,8 +88,7 @@ class Compose:
     result: Expr
 
 
-@dataclass(frozen=True, slots=True)
-class DialectInfo:
+class DialectInfo(Record):
     name: str
     version: str
     summary: str

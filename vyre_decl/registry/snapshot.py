@@ -12,20 +12,18 @@ from __future__ import annotations
 
 import hashlib
 import io
-import logging
 import pickle
 from pathlib import Path
 from typing import Any, Final, Sequence
 
-from ..diskcache import DiskCache, cache_dir
+from ..diskcache import DiskCache, cache_dir, warn
 from ..ir.diagnostics import Diagnostic, VyreError
 from .model import OpDef
 from .registry import LazyOps, Registry
 
 __all__ = ["snapshot_key", "read_snapshot", "write_snapshot", "SNAPSHOT_FORMAT"]
 
-SNAPSHOT_FORMAT: Final = "vyre_decl.registry-snapshot/5"  # bump when the op format or OpDef changes
-_log = logging.getLogger("vyre_decl.registry")
+SNAPSHOT_FORMAT: Final = "vyre_decl.registry-snapshot/6"  # bump when the op format or OpDef changes
 _PACKAGE: Final = Path(__file__).resolve().parent.parent
 
 
@@ -97,7 +95,7 @@ def read_snapshot(key: str) -> Registry | None:
         if not isinstance(raw, dict) or not all(isinstance(v, bytes) for v in raw.values()):
             raise pickle.UnpicklingError("the ops are not a dict of pickles")
     except Exception as exc:  # noqa: BLE001 - any broken snapshot is rebuilt
-        _log.warning("vyre_decl: registry snapshot %s is unreadable (%s); rebuilding it", key[:16], exc)
+        warn("vyre_decl.registry", "vyre_decl: registry snapshot %s is unreadable (%s); rebuilding it", key[:16], exc)
         return None
     return Registry.restore(dialects, diagnostics, sources, rejected, fingerprint, LazyOps(raw, _op))
 
@@ -125,6 +123,6 @@ def write_snapshot(key: str, registry: Registry) -> None:
         payload = pickle.dumps((dialects, diagnostics, sources, rejected, fingerprint, raw),
                                protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as exc:  # noqa: BLE001 - a registry that cannot be pickled is simply not cached
-        _log.warning("vyre_decl: cannot snapshot the registry: %s", exc)
+        warn("vyre_decl.registry", "vyre_decl: cannot snapshot the registry: %s", exc)
         return
     _cache().put(key, payload)
