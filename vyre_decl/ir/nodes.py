@@ -11,7 +11,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Final, Union
 
-from .record import Record
+from .record import Record, record
 from .scalars import decode, encode
 from .types import DataType
 
@@ -88,6 +88,7 @@ class Expr(Record):
     __slots__ = ()
 
 
+@record
 class Lit(Expr):
     """A typed constant, stored as its exact bit pattern."""
 
@@ -104,12 +105,14 @@ class Lit(Expr):
         return decode(self.dtype, self.bits)
 
 
+@record
 class Var(Expr):
     """The current value of a ``let``-bound or loop variable."""
 
     name: str
 
 
+@record
 class Load(Expr):
     """Element ``index`` of ``buffer`` (0 when out of bounds), widened to its value type."""
 
@@ -117,12 +120,14 @@ class Load(Expr):
     index: Expr
 
 
+@record
 class BufLen(Expr):
     """The element count of ``buffer`` at dispatch time (u32)."""
 
     buffer: str
 
 
+@record
 class Id(Expr):
     """An invocation id component (u32): ``kind`` on ``axis`` 0, 1 or 2 (x, y, z)."""
 
@@ -130,6 +135,7 @@ class Id(Expr):
     axis: int
 
 
+@record
 class Op(Expr):
     """Application of registry op ``op`` to ``args``.
 
@@ -148,6 +154,7 @@ class Op(Expr):
         object.__setattr__(self, "types", tuple(sorted(self.types, key=lambda kv: kv[0])))
 
 
+@record
 class Select(Expr):
     """``if_true`` where ``cond`` holds, else ``if_false``. Both arms are evaluated, unless
     ``lazy`` (written ``branch(c, a, b)``): then a GPU runs only the chosen arm, behind a branch —
@@ -160,6 +167,7 @@ class Select(Expr):
     lazy: bool = False
 
 
+@record
 class Atomic(Expr):
     """Atomic read-modify-write of ``buffer[index]`` with atomic op ``op``; yields the old value.
 
@@ -190,6 +198,7 @@ def _freeze_body(obj: object, *names: str) -> None:
         object.__setattr__(obj, name, tuple(getattr(obj, name)))
 
 
+@record
 class Let(Node):
     """Bind a new variable ``name`` (visible to the rest of the enclosing scope)."""
 
@@ -197,6 +206,7 @@ class Let(Node):
     value: Expr
 
 
+@record
 class Assign(Node):
     """Overwrite an existing ``let`` variable."""
 
@@ -204,6 +214,7 @@ class Assign(Node):
     value: Expr
 
 
+@record
 class Store(Node):
     """``buffer[index] = value`` (narrowed to the element type; dropped when out of bounds)."""
 
@@ -212,6 +223,7 @@ class Store(Node):
     value: Expr
 
 
+@record
 class If(Node):
     cond: Expr
     then: tuple[Node, ...]
@@ -221,6 +233,7 @@ class If(Node):
         _freeze_body(self, "then", "otherwise")
 
 
+@record
 class Loop(Node):
     """``for var in start..end`` (half-open; bounds evaluated once; var is read-only)."""
 
@@ -233,10 +246,12 @@ class Loop(Node):
         _freeze_body(self, "body")
 
 
+@record
 class Return(Node):
     """End this invocation."""
 
 
+@record
 class Block(Node):
     """A nested scope."""
 
@@ -246,10 +261,12 @@ class Block(Node):
         _freeze_body(self, "body")
 
 
+@record
 class Barrier(Node):
     """Workgroup barrier: every invocation of the workgroup waits here; memory is synchronised."""
 
 
+@record
 class Region(Node):
     """A labelled group of statements (``generator`` names what produced it). Unlike ``Block``
     it opens no scope: its lets stay visible after it."""
@@ -266,6 +283,7 @@ Statement = Union[Let, Assign, Store, If, Loop, Return, Block, Barrier, Region]
 # ----------------------------------------------------------------------------- program
 
 
+@record
 class BufferDecl(Record):
     """A buffer the program uses.
 

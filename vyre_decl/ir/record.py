@@ -1,12 +1,15 @@
-"""Immutable records: classes that declare typed fields and get ``__init__``, equality, hashing,
-``repr``, pickling, pattern matching (``__match_args__``), ``__slots__`` and ``replace`` from one
-base class.
+"""Immutable records: ``@record`` classes declare typed fields and get ``__init__``, equality,
+hashing, ``repr``, pickling, pattern matching (``__match_args__``), ``__slots__`` and ``replace``.
 
-The IR's nodes and the registry's op model are records rather than dataclasses because a frozen,
-slotted dataclass generates and compiles its methods when its class is created: ~0.7 ms a class,
-which was 31 ms of a 58 ms fresh-process first dispatch (import, registry, reference dispatch; a
-2-core machine). A record's methods are written once, here. Type checkers see records as frozen
-dataclasses (``dataclass_transform``).
+The IR's nodes, op signatures and the registry's op model are records rather than frozen slotted
+dataclasses because a dataclass generates and compiles six methods when its class is created:
+~0.7 ms a class, 31 of the 58 ms a fresh process took to import, load the registry and make a
+first reference dispatch (a 2-core machine). A record compiles ``__init__``, ``__eq__`` and
+``__hash__`` in one go when the class's first instance is made (as fast as a dataclass's from
+then on), and shares ``repr``, immutability and pickling through its base class. Type checkers see
+records as frozen dataclasses (``dataclass_transform``). The decorator recreates the class with
+``__slots__`` (as ``dataclass(slots=True)`` does) rather than using a metaclass: a metaclass would
+take ``isinstance`` off CPython's fast path.
 
 Fields are the class's annotations, in order, after those of its record bases; a class attribute
 of the same name is the default (immutable values only); ``__post_init__`` runs after ``__init__``
@@ -17,10 +20,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, TypeVar, dataclass_transform
 
-__all__ = ["Record", "RecordMeta", "FrozenRecordError", "replace"]
+__all__ = ["Record", "record", "FrozenRecordError", "replace"]
 
-_MISSING: Any = object()
 R = TypeVar("R")
+T = TypeVar("T", bound=type)
 
 
 class FrozenRecordError(AttributeError):
@@ -32,66 +35,27 @@ def _is_field(annotation: object) -> bool:
     return not str(text).startswith(("ClassVar", "typing.ClassVar", "Final"))
 
 
-@dataclass_transform(eq_default=True, frozen_default=True)
-class RecordMeta(type):
-    """Collects a record class's fields and defaults and gives it ``__slots__``."""
-
-    def __new__(mcls, name: str, bases: tuple[type, ...], ns: dict[str, Any], **kwargs: Any) -> RecordMeta:
-        inherited: tuple[str, ...] = ()
-        defaults: dict[str, Any] = {}
-        for base in bases:
-            inherited += tuple(f for f in getattr(base, "__fields__", ()) if f not in inherited)
-            defaults.update(getattr(base, "__defaults__", {}))
-        own = tuple(n for n, a in ns.get("__annotations__", {}).items() if _is_field(a) and n not in inherited)
-        for field_name in own:
-            if field_name in ns:
-                defaults[field_name] = ns.pop(field_name)
-        fields = inherited + own
-        ns.setdefault("__slots__", own)
-        ns["__fields__"] = fields
-        ns["__defaults__"] = defaults
-        ns["__match_args__"] = fields
-        return super().__new__(mcls, name, bases, ns, **kwargs)
+def _first_init(self: Any, *args: Any, **kwargs: Any) -> None:
+    _compile_methods(type(self))["__init__"](self, *args, **kwargs)
 
 
-class Record(metaclass=RecordMeta):
-    """Base of immutable records (see the module docstring)."""
+def _first_eq(self: Any, other: object) -> Any:
+    return _compile_methods(type(self))["__eq__"](self, other)
+
+
+def _first_hash(self: Any) -> int:
+    return int(_compile_methods(type(self))["__hash__"](self))
+
+
+_FIRST = {"__init__": _first_init, "__eq__": _first_eq, "__hash__": _first_hash}
+
+
+class Record:
+    """Base of ``@record`` classes: immutability, ``repr`` and pickling over the fields."""
 
     __slots__ = ()
     __fields__: ClassVar[tuple[str, ...]] = ()
     __defaults__: ClassVar[dict[str, Any]] = {}
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        cls = type(self)
-        fields = cls.__fields__
-        if len(args) > len(fields):
-            raise TypeError(f"{cls.__name__}() takes {len(fields)} arguments, {len(args)} were given")
-        set_field = object.__setattr__
-        for name, value in zip(fields, args):
-            set_field(self, name, value)
-        for name in fields[len(args):]:
-            value = kwargs.pop(name, _MISSING)
-            if value is _MISSING:
-                value = cls.__defaults__.get(name, _MISSING)
-                if value is _MISSING:
-                    raise TypeError(f"{cls.__name__}() is missing the argument {name!r}")
-            set_field(self, name, value)
-        if kwargs:
-            raise TypeError(f"{cls.__name__}() got unexpected or repeated arguments {sorted(kwargs)}")
-        post_init = getattr(self, "__post_init__", None)
-        if post_init is not None:
-            post_init()
-
-    def _values(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in type(self).__fields__)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash(self._values())
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in type(self).__fields__)
@@ -104,7 +68,71 @@ class Record(metaclass=RecordMeta):
         raise FrozenRecordError(f"cannot delete field {name!r} of a {type(self).__name__}")
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), self._values())
+        return (type(self), tuple(getattr(self, name) for name in type(self).__fields__))
+
+
+@dataclass_transform(eq_default=True, frozen_default=True)
+def record(cls: T) -> T:
+    """Make ``cls`` (a subclass of ``Record``) a record: its fields, defaults and slots."""
+    if not issubclass(cls, Record):
+        raise TypeError(f"@record class {cls.__name__} must derive from Record")
+    inherited: tuple[str, ...] = ()
+    defaults: dict[str, Any] = {}
+    for base in cls.__mro__[1:]:
+        if "__fields__" in base.__dict__:
+            inherited = base.__dict__["__fields__"]
+            defaults.update(base.__dict__["__defaults__"])
+            break
+    ns = dict(cls.__dict__)
+    own = tuple(n for n, a in ns.get("__annotations__", {}).items() if _is_field(a) and n not in inherited)
+    for name in own:
+        if name in ns:
+            defaults[name] = ns.pop(name)
+    for name in ("__dict__", "__weakref__"):
+        ns.pop(name, None)
+    ns["__slots__"] = own
+    for method, first in _FIRST.items():  # each class its own, compiled on first use
+        ns.setdefault(method, first)
+    ns["__fields__"] = inherited + own
+    ns["__defaults__"] = defaults
+    ns["__match_args__"] = inherited + own
+    return type(cls.__name__, cls.__bases__, ns)  # type: ignore[return-value]
+
+
+def _compile_methods(cls: type) -> dict[str, Any]:
+    """``cls``'s own ``__init__``, ``__eq__`` and ``__hash__``, compiled when its first instance is
+    made and kept on the class: straight-line code, as fast as a dataclass's, paid only for the
+    classes a process uses. A method the class body defines is left alone."""
+    fields: tuple[str, ...] = cls.__fields__  # type: ignore[attr-defined]
+    defaults: dict[str, Any] = cls.__defaults__  # type: ignore[attr-defined]
+    params: list[str] = []
+    for name in fields:
+        if name in defaults:
+            params.append(f"{name}=_default_{name}")
+        elif params and "=" in params[-1] and "*" not in params:
+            params += ["*", name]  # a required field after a defaulted one: keyword only
+        else:
+            params.append(name)
+    init = [f"    _set(self, {name!r}, {name})" for name in fields]
+    if hasattr(cls, "__post_init__"):
+        init.append("    self.__post_init__()")
+    mine, theirs = (f"({''.join(f'{w}.{n}, ' for n in fields)})" for w in ("self", "other"))
+    source = "\n".join([
+        f"def __init__(self, {', '.join(params)}):", *(init or ["    pass"]),
+        "def __eq__(self, other):",
+        f"    return {mine} == {theirs} if other.__class__ is self.__class__ else NotImplemented",
+        "def __hash__(self):",
+        f"    return hash({mine})", ""])
+    namespace: dict[str, Any] = {"_set": object.__setattr__, **{f"_default_{n}": v for n, v in defaults.items()}}
+    exec(compile(source, f"<record {cls.__qualname__}>", "exec"), namespace)  # noqa: S102 - our own field names
+    methods = {}
+    for method, first in _FIRST.items():
+        current = cls.__dict__.get(method)
+        if current is first:  # not written by the class itself
+            namespace[method].__qualname__ = f"{cls.__qualname__}.{method}"
+            type.__setattr__(cls, method, namespace[method])
+        methods[method] = getattr(cls, method)
+    return methods
 
 
 def replace(record: R, **changes: Any) -> R:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 from typing import Mapping, Protocol, Sequence
 
-from .record import Record
+from .record import Record, record
 from .types import DataType
 
 __all__ = ["Param", "AttrSig", "OpSignature", "OpTable", "SignatureError", "Binding"]
@@ -26,18 +26,21 @@ class SignatureError(ValueError):
         self.code, self.message, self.fix = code, message, fix
 
 
+@record
 class Param(Record):
     name: str
     type: str  # a concrete type name or a type variable name
     memory: bool = False  # the memory operand of an atomic op
 
 
+@record
 class AttrSig(Record):
     name: str
     dtype: DataType
     default: int | None = None  # bit pattern, None = required
 
 
+@record
 class OpSignature(Record):
     op_id: str
     inputs: tuple[Param, ...]

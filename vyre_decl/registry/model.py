@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, Mapping
 
 from ..ir.nodes import Expr
-from ..ir.record import Record
+from ..ir.record import Record, record
 from ..ir.signature import Binding, OpSignature
 from ..ir.scalars import element_bits
 from ..ir.types import DataType
@@ -30,6 +30,7 @@ TRAITS: Final[Mapping[str, str]] = {
 }
 
 
+@record
 class LawDef(Record):
     """A declared law: its kind, its argument (element spelling or op id) and where it applies."""
 
@@ -53,6 +54,7 @@ class LawDef(Record):
         return CATALOGUE[self.law]
 
 
+@record
 class Template(Record):
     """A template instantiated for one binding. Each line alternates literal text and the names
     of the operands the emitter fills (registers, attribute immediates, address and space)."""
@@ -71,6 +73,7 @@ class Template(Record):
         return out
 
 
+@record
 class Kat(Record):
     """Known-answer rows for one binding: each row is (input bits..., expected output bits)."""
 
@@ -80,6 +83,7 @@ class Kat(Record):
     note: str = ""
 
 
+@record
 class Compose(Record):
     """A composite op's definition for one binding: named steps in order, then the result.
     Constants of type variables are already concrete literals."""
@@ -88,6 +92,7 @@ class Compose(Record):
     result: Expr
 
 
+@record
 class DialectInfo(Record):
     name: str
     version: str
