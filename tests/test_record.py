@@ -84,3 +84,10 @@ def test_a_record_is_a_plain_class_so_isinstance_stays_fast():
     assert type(Point) is type and isinstance(Labelled(1), Point)
     with pytest.raises(TypeError, match="must derive from Record"):
         record(type("Loose", (), {"__annotations__": {"a": "int"}}))
+
+
+
+def test_copy_replace_protocol():
+    assert Labelled(1).__replace__(label="z") == Labelled(1, 0, "z")
+    if hasattr(copy, "replace"):  # Python 3.13
+        assert copy.replace(Labelled(1), label="z") == Labelled(1, 0, "z")

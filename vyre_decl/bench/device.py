@@ -10,7 +10,7 @@ import gc
 import os
 import statistics
 from ctypes import byref, c_float, c_uint32, c_uint64, c_void_p
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 
@@ -241,7 +241,10 @@ def host_cost_rows(be: Any, batches: int, per_batch: int) -> list[Row]:
     return rows
 
 
-def quiet(work: Callable[[], list[Row]]) -> list[Row]:
+T = TypeVar("T")
+
+
+def quiet(work: Callable[[], T]) -> T:
     """Run host-time measurements on one core with the garbage collector off (no migrations or
     collections inside a timed batch), then restore both."""
     cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None

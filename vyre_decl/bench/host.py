@@ -53,9 +53,12 @@ def reference_rows(log2n: int, repeats: int) -> list[Row]:
 def cold_start_rows(runs: int, backend: str) -> list[Row]:
     """A fresh process: import vyre_decl, acquire ``backend``, first dispatch of a small program
     (its kernel cached by a first run); the time beyond numpy's import, and for CUDA without
-    creating the context (acquire). Median of ``runs`` processes."""
+    creating the context (acquire). Median of ``runs`` processes, with bytecode cached as after
+    ``pip install`` (the first, untimed run writes it even where the caller's environment says
+    ``PYTHONDONTWRITEBYTECODE``: otherwise every run would time compiling the sources)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[2]),
                                                        os.environ.get("PYTHONPATH", "")]))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     code = _COLD.format(backend=backend)
 
     def once() -> dict[str, float]:

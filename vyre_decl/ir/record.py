@@ -70,6 +70,9 @@ class Record:
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), tuple(getattr(self, name) for name in type(self).__fields__))
 
+    def __replace__(self, **changes: Any) -> Any:  # copy.replace (Python 3.13)
+        return replace(self, **changes)
+
 
 @dataclass_transform(eq_default=True, frozen_default=True)
 def record(cls: T) -> T:

@@ -89,6 +89,7 @@ class CudaGraph:
         self._args = (exec_, device.stream)
         self._lock = threading.Lock()
         self._serial = None if cu.gil_serialises() else self._lock
+        self._counters = device.counters
         # a graph dropped without close() is destroyed when collected
         self._finalizer = weakref.finalize(self, _destroy, device, graph, exec_)
         self._finalizer.atexit = False
@@ -100,7 +101,14 @@ class CudaGraph:
 
     def replay(self) -> None:
         """Run the captured launches again (with the buffers they were captured with)."""
-        dev = self.device
+        if self.stale or self._serial is not None:
+            return self._checked_replay()
+        result = self._launch(*self._args)  # steady state: no Python beyond this and the count
+        if result:
+            self.device.relaunch(result, self._launch, self._args, "cuGraphLaunch")
+        self._counters["graph_launches"] += 1
+
+    def _checked_replay(self) -> None:
         if self.stale:  # closed, poisoned or a buffer freed since: check first
             self._recheck()
         if self._serial is None:
@@ -109,8 +117,8 @@ class CudaGraph:
             with self._serial:
                 result = self._launch(*self._args)
         if result:
-            dev.relaunch(result, self._launch, self._args, "cuGraphLaunch")
-        dev.counters["graph_launches"] += 1
+            self.device.relaunch(result, self._launch, self._args, "cuGraphLaunch")
+        self._counters["graph_launches"] += 1
 
     def _recheck(self) -> None:
         dev = self.device
