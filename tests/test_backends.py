@@ -344,3 +344,24 @@ def test_a_timeout_that_is_not_a_positive_number_of_seconds_is_d008(backend, tim
     with pytest.raises(VyreError) as info:
         backend.dispatch(VADD, [[1], [1]], DispatchConfig(timeout=timeout))  # type: ignore[arg-type]
     assert info.value.codes == ["D008"] and "timeout" in str(info.value) and "Fix:" in str(info.value)
+
+
+def test_backend_info_names_the_registration_and_its_roles():
+    from vyre_decl.backends import backend_info
+
+    ref, cuda = backend_info("reference"), backend_info("cuda:1")
+    assert ref is not None and ref.defines_semantics and ref.contained and ref.devices is None
+    assert cuda is not None and cuda.name == "cuda" and not cuda.defines_semantics and cuda.devices is not None
+    assert backend_info("nope") is None
+
+
+def test_a_vyre_error_crosses_a_process_boundary_whole():
+    import pickle
+
+    from vyre_decl.backends.cuda.device import CudaPoisoned
+
+    for err in (VyreError.one("B005", "no devices", "acquire", "call acquire('reference')"),
+                CudaPoisoned.one("C002", "the context is poisoned", "dispatch", "start a new process")):
+        back = pickle.loads(pickle.dumps(err))
+        assert type(back) is type(err) and back.codes == err.codes and str(back) == str(err)
+        assert back.diagnostics == err.diagnostics

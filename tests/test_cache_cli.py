@@ -68,3 +68,23 @@ def test_a_setting_that_is_not_a_number_is_b008(tmp_path, monkeypatch, capsys):
     assert env_int("VYRE_DECL_CACHE_MAX_MB", 1) == 7
     monkeypatch.delenv("VYRE_DECL_CACHE_MAX_MB")
     assert env_int("VYRE_DECL_CACHE_MAX_MB", 1) == 1
+
+
+def test_a_foreign_or_earlier_format_entry_is_rebuilt_never_served(tmp_path, caplog):
+    import hashlib
+    import shutil
+
+    cache = DiskCache(tmp_path, "cubin")
+    one, two = f"{1:064x}", f"{2:064x}"
+    cache.put(one, b"kernel one")
+    cache.put(two, b"kernel two")
+    path = lambda key: tmp_path / "cubin" / key[:2] / key  # noqa: E731
+    shutil.copy(path(one), path(two))  # an intact entry of another key in this key's place
+    assert cache.get(two) is None and not path(two).exists()
+    assert "corrupt or foreign cache entry" in caplog.text
+    assert cache.get(one) == b"kernel one"  # the original is untouched
+    caplog.clear()
+    path(two).write_bytes(hashlib.sha256(b"old").digest() + b"old")  # the earlier format: payload checksum only
+    assert cache.get(two) is None and not path(two).exists() and "cache entry" not in caplog.text
+    cache.put(two, b"kernel two")
+    assert cache.get(two) == b"kernel two"

@@ -312,3 +312,12 @@ ptx = "cvt.rn.bf16x2.f32 {t}, {a}, {b}; add.u32 {out}, {a}, {b};"
     with pytest.raises(VyreError) as info:
         emit(q, reg, "sm_75")
     assert info.value.codes == ["E005"] and "sm_80" in str(info.value) and "Fix:" in str(info.value)
+
+
+def test_deeply_nested_loops_emit_in_one_pass():
+    """64 nested loops emit at once (the issue found emission stalling on nested loops, as validation did)."""
+    nested = parse_program("program n workgroup(1, 1, 1) {\n buffer o: write u32[4] @0\n"
+                           + "".join(f"loop v{j} in 0u32 .. 2u32 {{\n" for j in range(64)) + "o[0u32] = 1u32\n"
+                           + "}\n" * 64 + "}")
+    text = emit(nested).text
+    assert len(re.findall(r"^\s*bra(\.uni)? ", text, re.M)) >= 64  # one back edge per loop at least

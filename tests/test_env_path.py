@@ -67,3 +67,16 @@ def test_env_path_takes_several_directories(tmp_path):
 def test_without_the_env_path_the_op_is_unknown(tmp_path):
     proc = run_with("", tmp_path)
     assert proc.returncode != 0 and "V005" in proc.stderr and "demo.fused.axpy" in proc.stderr
+
+
+def test_the_suite_is_hermetic_against_an_ops_path_in_the_environment(tmp_path):
+    """A caller's VYRE_DECL_OPS_PATH (here: one extra op) must not change what the suite counts:
+    the standard-op counts of the registry, snapshot and CLI tests pass with it set."""
+    env = dict(os.environ, VYRE_DECL_OPS_PATH=str(EXTRA), VYRE_DECL_CACHE_DIR=str(tmp_path / "cache"))
+    root = Path(__file__).resolve().parent.parent
+    tests = ["tests/test_snapshot.py::test_a_corrupt_snapshot_is_rebuilt",
+             "tests/test_cli.py::test_list_table_and_json"]  # counts the dialects of "ops list"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests], cwd=root,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "2 passed" in proc.stdout

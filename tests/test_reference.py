@@ -264,6 +264,13 @@ def test_timeout_stops_a_runaway_loop(backend):
     with pytest.raises(VyreError) as info:
         backend.dispatch(wide, [], DispatchConfig(grid=(2**31, 1, 1), timeout=0.3))
     assert info.value.codes == ["D013"] and time.monotonic() - t0 < 3
+    # 64 nested loops (2^64 iterations: legal, and a runaway) validate at once and stop at the deadline
+    nested = parse_program("program n workgroup(1, 1, 1) {\n buffer o: write u32[4] @0\n"
+                           + "".join(f"loop v{j} in 0u32 .. 2u32 {{\n" for j in range(64)) + "o[0u32] = 1u32\n"
+                           + "}\n" * 64 + "}")
+    with pytest.raises(VyreError) as info:
+        backend.dispatch(nested, [], DispatchConfig(timeout=0.3))
+    assert info.value.codes == ["D013"]
 
 
 def test_atomic_operands_run_even_when_the_atomic_is_out_of_bounds(run):

@@ -78,7 +78,7 @@ def test_a_corrupt_snapshot_is_rebuilt(cache, caplog):
     (snap,) = _snapshots(cache)
     snap.write_bytes(snap.read_bytes()[:100] + b"garbage")
     _same(first, load(env=False))
-    assert "corrupt cache entry" in caplog.text
+    assert "corrupt or foreign cache entry" in caplog.text
     assert len(snap.read_bytes()) > 1000  # written again
 
 
@@ -93,7 +93,7 @@ def test_a_planted_pickle_does_not_run(cache, tmp_path, monkeypatch, caplog):
     payload = pickle.dumps(_Boom())
     import hashlib
 
-    snap.write_bytes(hashlib.sha256(payload).digest() + payload)  # a valid checksum around a hostile pickle
+    snap.write_bytes(hashlib.sha256(snap.name.encode() + b"\0" + payload).digest() + payload)  # valid checksum, hostile pickle
     monkeypatch.chdir(tmp_path)
     reg = load(env=False)
     assert len(reg) == STANDARD_OPS and not (tmp_path / "planted-by-snapshot").exists()
@@ -155,7 +155,7 @@ def test_a_dotted_global_cannot_walk_to_os_system(cache, tmp_path, monkeypatch, 
         out += b"\x8c" + bytes([len(part)]) + part
     cmd = b"touch planted-by-snapshot"
     out += b"\x93\x8c" + bytes([len(cmd)]) + cmd + b"\x85R."
-    snap.write_bytes(hashlib.sha256(out).digest() + out)
+    snap.write_bytes(hashlib.sha256(snap.name.encode() + b"\0" + out).digest() + out)
     monkeypatch.chdir(tmp_path)
     assert len(load(env=False)) == STANDARD_OPS and not (tmp_path / "planted-by-snapshot").exists()
     assert "vyre_decl.registry.loader.os.system is not allowed" in caplog.text
@@ -189,7 +189,7 @@ def test_a_planted_op_entry_is_r034_when_first_used(cache):
     dialects, diagnostics, sources, rejected, fingerprint, raw = pickle.loads(data)
     raw["primitive.math.add"] = pickle.dumps(12345)  # allowed by the unpickler, but not an op
     payload = pickle.dumps((dialects, diagnostics, sources, rejected, fingerprint, raw))
-    snap.write_bytes(hashlib.sha256(payload).digest() + payload)
+    snap.write_bytes(hashlib.sha256(snap.name.encode() + b"\0" + payload).digest() + payload)
     reg = load(env=False)
     assert reg.get("primitive.math.sub").id == "primitive.math.sub"  # the others are fine
     with pytest.raises(VyreError) as info:

@@ -115,6 +115,7 @@ def test_non_ascii_digits_are_not_sizes():
     ("program p workgroup(" + "9" * 5000 + ", 1, 1) { buffer o: write u32[4] @0 }", "P003"),
     ("program p workgroup(1, 1, 1) { buffer o: write u32[" + "9" * 5000 + "] @0 }", "P003"),
     ("program p workgroup(1, 1, 1) {\n buffer o: write u32[4] @0\n region \"a\\x01b\" { o[0u32] = 1u32 }\n}", "P002"),
+    ("program p workgroup(1, 1, 1) {\n buffer o: write u32[4] @0\n region \"a\x01b\" { o[0u32] = 1u32 }\n}", "P002"),
     ("program p workgroup(1, 1, 1) {\n buffer o: write u32[4] @0\n if gid.x == 0u32 { o[0u32] = 1u32 }"
      + "".join(f" else if gid.x == {i}u32 {{ o[0u32] = {i}u32 }}" for i in range(1, 3000)) + "\n}", "P007"),
     ("program p workgroup(1, 1, 1) {\n buffer o: write u32[4] @0\n o[0u32] = " + "7" * 5000 + "u32\n}", "P003"),
@@ -125,7 +126,7 @@ def test_non_ascii_digits_are_not_sizes():
      " o[0u32] = hash.crc32r_word<poly=x>(1u32, 2u32)\n}", "P002"),
     ("program p workgroup(1, 1, 1) {\n buffer o: write u32[4] @0\n o[0u32] = hash.crc32r_word<poly=T>(1u32, 2u32)\n}",
      "P002"),
-], ids=["huge workgroup", "huge size", "bad region escape", "else-if chain", "huge literal", "f32 beyond range",
+], ids=["huge workgroup", "huge size", "bad region escape", "raw control character in a region name", "else-if chain", "huge literal", "f32 beyond range",
         "f32 beyond range below", "f64 beyond range", "attribute is a name", "attribute is a type variable"])
 def test_hostile_program_text_gets_a_code_not_a_crash(src, code):
     with pytest.raises(ParseError) as info:
@@ -139,7 +140,9 @@ def test_a_program_too_deep_to_hash_or_print_is_v016_not_a_recursion_error():
 
     deep = parse_program("program p workgroup(1, 1, 1) {\n buffer o: write u32[4] @0\n o[0u32] = "
                          + " + ".join(["1u32"] * 10000) + "\n}")  # a left-deep chain: parses, nests 10,000 deep
-    for call in (deep.content_hash, lambda: print_program(deep),
+    from vyre_decl.emit import emit
+
+    for call in (deep.content_hash, lambda: print_program(deep), lambda: emit(deep),
                  lambda: vyre_decl.acquire("reference").dispatch(deep, [])):
         with pytest.raises(VyreError) as info:
             call()

@@ -1,10 +1,12 @@
 """The on-disk cache (compiled kernels, registry snapshots): content-addressed, integrity-checked, atomically written.
 
 Entries live under ``cache_dir()/<kind>/<key[:2]>/<key>`` (``VYRE_DECL_CACHE_DIR``, else
-``$XDG_CACHE_HOME/vyre_decl``, else ``~/.cache/vyre_decl``). Each file is the SHA-256 of its
-payload followed by the payload; a write goes to a temporary file in the same directory and is
+``$XDG_CACHE_HOME/vyre_decl``, else ``~/.cache/vyre_decl``). Each file is the SHA-256 of its key
+and payload followed by the payload; a write goes to a temporary file in the same directory and is
 published with ``os.replace``, so concurrent processes never see half an entry. An entry whose
-checksum does not match is logged, deleted and rebuilt by the caller.
+checksum does not match (truncated, damaged, or another key's entry put in its place) is logged,
+deleted and rebuilt by the caller; one of the earlier format (the checksum of the payload alone)
+is rebuilt without a warning.
 
 The cache is bounded: when its files exceed ``max_bytes()`` (``VYRE_DECL_CACHE_MAX_MB``, default
 1024) the least recently used entries go, oldest first (a hit refreshes an entry's time).
@@ -104,6 +106,12 @@ def cache_dir() -> Path:
     return (Path(xdg) if xdg else Path.home() / ".cache") / "vyre_decl"
 
 
+def _checksum(key: str, payload: bytes) -> bytes:
+    """What an entry's file starts with: it binds the payload to its key, so that a file copied or
+    renamed to another key's place reads as damaged, not as that key's entry."""
+    return hashlib.sha256(key.encode() + b"\0" + payload).digest()
+
+
 class DiskCache:
     """``get(key)`` / ``put(key, payload)`` for one kind of entry (e.g. ``cubin``)."""
 
@@ -124,8 +132,10 @@ class DiskCache:
             self.misses += 1
             return None
         digest, payload = data[:32], data[32:]
-        if hashlib.sha256(payload).digest() != digest:
-            warn("vyre_decl.cache", "vyre_decl: corrupt cache entry %s (checksum mismatch); rebuilding it", path)
+        if _checksum(key, payload) != digest:
+            if hashlib.sha256(payload).digest() != digest:  # not merely an entry of the earlier format
+                warn("vyre_decl.cache", "vyre_decl: corrupt or foreign cache entry %s (checksum mismatch); "
+                     "rebuilding it", path)
             try:
                 path.unlink()
             except OSError:
@@ -148,7 +158,7 @@ class DiskCache:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
             with os.fdopen(fd, "wb") as fh:
-                fh.write(hashlib.sha256(payload).digest() + payload)
+                fh.write(_checksum(key, payload) + payload)
             os.replace(tmp, path)
             self._puts += 1
             if self._puts % _CHECK_EVERY == 1:

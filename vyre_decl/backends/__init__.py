@@ -38,6 +38,7 @@ __all__ = [
     "DEFAULT_CONFIG",
     "register_backend",
     "list_backends",
+    "backend_info",
     "acquire",
     "ENTRY_POINT_GROUP",
     "CAPABILITIES",
@@ -142,7 +143,10 @@ class BackendInfo:
     ``available`` (callable or path) says whether it can run here (e.g. a GPU is present);
     ``contained``: a fault of this backend cannot take the process down (pure Python and numpy),
     so conformance may run it in-process instead of in a worker subprocess; ``devices`` (callable
-    or path) counts the devices it can run on, for a backend whose factory takes ``device=``."""
+    or path) counts the devices it can run on, for a backend whose factory takes ``device=`` (one
+    device per conformance task or cluster worker); ``defines_semantics``: the backend is the
+    executable definition others are certified against (the reference interpreter), so agreeing
+    with it proves nothing of itself and only the registry's known answers and laws check it."""
 
     name: str
     factory: Callable[[], Backend] | str
@@ -153,6 +157,7 @@ class BackendInfo:
     summary: str = ""
     contained: bool = False
     devices: Callable[[], int] | str | None = None
+    defines_semantics: bool = False
 
     def device_count(self) -> int | None:
         """How many devices this backend can choose from here; None for a backend without devices."""
@@ -235,6 +240,12 @@ def list_backends() -> list[BackendInfo]:
         return sorted(_infos.values(), key=lambda i: (-i.precedence, i.name))
 
 
+def backend_info(name: str) -> BackendInfo | None:
+    """The registration of backend ``name`` (``cuda:1`` names the cuda backend's), or None."""
+    base = name.partition(":")[0]
+    return next((info for info in list_backends() if info.name == base), None)
+
+
 def acquire(name: str = "auto", registry: Registry | None = None) -> Backend:
     """The backend called ``name`` (one instance per process, device and registry), or with
     ``"auto"`` the available backend of highest precedence. ``"cuda:1"`` is the cuda backend on
@@ -287,6 +298,7 @@ register_backend(
         capabilities=frozenset({"f64", "i64", "atomics", "workgroup_memory", "workgroup_atomics", "exact_f32"}),
         summary="CPU reference interpreter (numpy); the executable semantics",
         contained=True,
+        defines_semantics=True,
     )
 )
 

@@ -47,8 +47,8 @@ def _pick_backend(name: str) -> tuple[str, str | None]:
     if name == "auto":
         for info in list_backends():
             if info.is_available():
-                note = None if info.name != "reference" else \
-                    "no GPU backend was found on this machine: certifying the reference backend"
+                note = None if not info.defines_semantics else \
+                    f"no GPU backend was found on this machine: certifying the {info.name} backend"
                 return info.name, note
         return "reference", None
     if name not in infos:

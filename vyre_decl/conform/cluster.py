@@ -41,10 +41,21 @@ def _distributed() -> Any:
     return distributed
 
 
-def _local_gpus() -> int:
-    from ..backends import list_backends
+def _device_backends(name: str) -> list[Any]:
+    """The registrations of ``name`` (``auto``: of every backend) that run on devices."""
+    from ..backends import backend_info, list_backends
 
-    return next((i.device_count() or 0 for i in list_backends() if i.name == "cuda" and i.is_available()), 0)
+    infos = list_backends() if name == "auto" else [backend_info(name)]
+    return [i for i in infos if i is not None and i.devices is not None]
+
+
+def _needs_device(backend: str) -> bool:
+    """Whether a task of ``backend`` needs a device (the resource GPU=1) of its worker."""
+    return bool(_device_backends(backend))
+
+
+def _local_gpus(backend: str) -> int:
+    return next((i.device_count() or 0 for i in _device_backends(backend) if i.is_available()), 0)
 
 
 @contextlib.contextmanager
@@ -67,7 +78,7 @@ def connect(address: str, backend: str, timeout: float = 20.0) -> Iterator[Any]:
         raise ClusterError(f"bad --dask {address!r}. Fix: write local:N with N >= 1, e.g. local:2")
     import dask
 
-    gpus = _local_gpus() if backend != "reference" else 0
+    gpus = _local_gpus(backend)
     gpu = gpus > 0
     if gpu and int(count) > gpus:
         raise ClusterError(f"--dask {address} asks for {count} GPU workers and this machine has {gpus} GPUs. "
@@ -94,7 +105,8 @@ def cluster_backend(client: Any, name: str) -> str:
 
     if name == "auto":
         offered = [w.get("resources", {}).get("GPU", 0) for w in client.scheduler_info()["workers"].values()]
-        return "cuda" if any(offered) else "reference"
+        wanted = (lambda i: i.devices is not None) if any(offered) else (lambda i: i.defines_semantics)
+        return next(i.name for i in list_backends() if wanted(i))
     names = [i.name for i in list_backends()]
     if name not in names:
         raise ClusterError(f"no backend named {name!r} for the cluster. Fix: use one of auto, {', '.join(names)} "
@@ -107,7 +119,7 @@ def _slot(backend: str) -> str:
 
     worker = get_worker()
     device = os.environ.get("VYRE_DECL_CUDA_DEVICE")
-    return f"{backend}{':' + device if device and backend == 'cuda' else ''}@{worker.name}"
+    return f"{backend}{':' + device if device and _needs_device(backend) else ''}@{worker.name}"
 
 
 def _shard_task(spec: RunSpec, backend: str, index: int, count: int, run: str) -> dict[str, Any]:
@@ -118,7 +130,11 @@ def _shard_task(spec: RunSpec, backend: str, index: int, count: int, run: str) -
 
     get_worker().log_event(SHARD_EVENT, {"run": run, "shard": index, "pid": os.getpid(),
                                          "worker": get_worker().address})
-    if backend != "reference" and multiprocessing.current_process().daemon:
+    from ..backends import backend_info
+
+    info = backend_info(backend)
+    in_subprocess = info is None or not info.contained  # conformance isolates it in a worker subprocess
+    if in_subprocess and multiprocessing.current_process().daemon:
         raise SetupError("this Dask worker is a daemon process and cannot start the backend's subprocess. Fix: "
                          "start workers with the setting distributed.worker.daemon: false "
                          "(DASK_DISTRIBUTED__WORKER__DAEMON=False)")
@@ -133,7 +149,7 @@ def _shard_task(spec: RunSpec, backend: str, index: int, count: int, run: str) -
 
 def _requirements(client: Any, backend: str) -> dict[str, Any]:
     """The task resources for ``backend``; ClusterError when no worker offers them."""
-    if backend == "reference":
+    if not _needs_device(backend):
         return {}
     offered = [w.get("resources", {}).get("GPU", 0) for w in client.scheduler_info()["workers"].values()]
     if not any(offered):

@@ -182,8 +182,9 @@ class IsolatedRunner:
 def make_runner(backend_name: str) -> Runner:
     """In-process for a backend whose faults are contained (the reference), a worker subprocess
     for every other. ``cuda:1`` names device 1 of the cuda backend."""
-    from ..backends import acquire, list_backends
+    from ..backends import acquire, backend_info
 
-    if any(info.name == backend_name and info.contained for info in list_backends()):
+    info = backend_info(backend_name)
+    if info is not None and info.contained and info.name == backend_name:  # not "name:device"
         return InProcessRunner(acquire(backend_name))
     return IsolatedRunner(backend_name)

@@ -49,6 +49,11 @@ class VyreError(ValueError):
         lines += [str(d) for d in diags]
         super().__init__("\n".join(lines))
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # pickled as its diagnostics (an error raised in a worker process arrives whole), not as
+        # the message that Exception's default would pass back to __init__
+        return (type(self), (self.diagnostics, self.summary), self.__dict__)
+
     @property
     def codes(self) -> list[str]:
         return [d.code for d in self.diagnostics]
