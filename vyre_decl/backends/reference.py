@@ -13,7 +13,7 @@ import numpy as np
 from ..ir.diagnostics import VyreError
 from ..ir.nodes import Program
 from ..ir.validation import check
-from ..reference.interpreter import CompiledProgram, compile_program
+from ..reference.program import CompiledProgram, compile_program
 from ..registry import Registry, default_registry
 from .config import DEFAULT_CONFIG, DispatchConfig, Timing
 from .hostio import (CallPlan, check_capabilities, check_config, check_out, check_ulp_budget, check_workgroup, deliver, host_output, labelled,

@@ -8,14 +8,17 @@ invocation order: within one atomic expression, lower linear invocation ids go f
 
 The interpreter knows structure only. Every computation is an op from the registry, evaluated
 through its reference (a whitelisted ufunc, a named kernel, or its ``compose`` expression).
+
+This module compiles expressions and statements into closures over a ``Frame`` (and ops into
+vectorised functions, ``op_function``); ``program`` runs a compiled program over a grid and
+``atomics`` applies atomic updates in invocation order.
 """
 
 from __future__ import annotations
 
 import time
 import weakref
-from dataclasses import dataclass
-from typing import Any, Callable, Final, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -38,7 +41,6 @@ from ..ir.nodes import (
     Loop,
     Node,
     Op,
-    Program,
     Region,
     Return,
     Select,
@@ -49,17 +51,16 @@ from ..ir.scalars import to_numpy
 from ..ir.signature import Binding
 from ..ir.types import DataType
 from ..registry import OpDef, Registry
+from .atomics import apply_rounds, apply_scan
 from .kernels import KERNELS, ufunc
 from .memory import to_storage, to_value
 
-__all__ = ["CompiledProgram", "compile_program", "op_function", "CHUNK_INVOCATIONS"]
-
-CHUNK_INVOCATIONS: Final = 1 << 20  # invocations executed together (whole workgroups)
+__all__ = ["Compiler", "Frame", "check_deadline", "op_function", "StmtFn"]
 
 Value = Any  # numpy array (one element per invocation) or numpy scalar (same for all)
 Mask = Any  # None (every invocation of the chunk) or a bool array
-ExprFn = Callable[["_Frame", Mask], Value]
-StmtFn = Callable[["_Frame", Mask], None]
+ExprFn = Callable[["Frame", Mask], Value]
+StmtFn = Callable[["Frame", Mask], None]
 OpFn = Callable[[Sequence[Value]], Value]
 
 
@@ -67,13 +68,13 @@ def _and(mask: Mask, other: Any) -> Any:
     return other if mask is None else mask & other
 
 
-def _lane_wg(fr: _Frame) -> np.ndarray:
+def _lane_wg(fr: Frame) -> np.ndarray:
     """The per-lane workgroup index of a chunk that uses workgroup memory (set before it runs)."""
     assert fr.lane_wg is not None
     return fr.lane_wg
 
 
-class _Frame:
+class Frame:
     """State of one chunk of invocations while it runs."""
 
     __slots__ = ("n", "vars", "alive", "epoch", "mem", "counts", "lane_wg", "ids", "deadline", "ranges")
@@ -148,7 +149,7 @@ def _make_op_function(registry: Registry, op: OpDef, binding: Binding, attrs: tu
     names = [p.name for p in op.signature.inputs]
     var_types = {p.name: op.signature.resolve(p.type, m) for p in op.signature.inputs}
     var_types.update(attr_types)
-    compiler = _Compiler(registry, {}, var_types)
+    compiler = Compiler(registry, {}, var_types)
     steps = []
     for name, value in comp.steps:
         fn, t = compiler.expr(value)
@@ -169,7 +170,7 @@ def _make_op_function(registry: Registry, op: OpDef, binding: Binding, attrs: tu
 # ============================================================================ compiler
 
 
-class _Compiler:
+class Compiler:
     """Turns IR into closures; tracks variable types the way validation does."""
 
     def __init__(self, registry: Registry, buffers: Mapping[str, BufferDecl], var_types: Mapping[str, DataType]) -> None:
@@ -227,7 +228,7 @@ class _Compiler:
         zero = to_value(dtype, np.zeros(1, dtype.storage_dtype))[0]
         shared = decl.access is Access.WORKGROUP
 
-        def load(fr: _Frame, m: Mask) -> Value:
+        def load(fr: Frame, m: Mask) -> Value:
             idx = np.asarray(index(fr, m))
             count = fr.counts[name]
             mem = fr.mem[name]
@@ -261,7 +262,7 @@ class _Compiler:
         name, dtype = decl.name, decl.dtype.numpy_dtype
         shared = decl.access is Access.WORKGROUP
 
-        def atomic(fr: _Frame, m: Mask) -> Value:
+        def atomic(fr: Frame, m: Mask) -> Value:
             count = fr.counts[name]
             idx = np.broadcast_to(np.asarray(index(fr, m)), (fr.n,))
             values = [f(fr, m) for f in operands]  # always evaluated (they may hold atomics themselves)
@@ -277,8 +278,8 @@ class _Compiler:
                 addr = addr + _lane_wg(fr)[lanes].astype(np.int64) * count
             args = [np.broadcast_to(np.asarray(v, dtype), (fr.n,))[lanes] for v in values]
             mem = fr.mem[name]
-            old = (_apply_scan(mem, addr, args[0], combine) if scan
-                   else _apply_rounds(mem, addr, args, combine, lambda: _check_deadline(fr)))
+            old = (apply_scan(mem, addr, args[0], combine) if scan
+                   else apply_rounds(mem, addr, args, combine, lambda: check_deadline(fr)))
             result[lanes] = old
             return result
 
@@ -297,7 +298,7 @@ class _Compiler:
             self.types[n.name] = t
             name = n.name
 
-            def let(fr: _Frame, m: Mask) -> None:
+            def let(fr: Frame, m: Mask) -> None:
                 fr.vars[name] = value(fr, m)
 
             return let
@@ -305,7 +306,7 @@ class _Compiler:
             value, _ = self.expr(n.value)
             name = n.name
 
-            def assign(fr: _Frame, m: Mask) -> None:
+            def assign(fr: Frame, m: Mask) -> None:
                 new = value(fr, m)
                 fr.vars[name] = new if m is None else np.where(m, new, fr.vars[name])
 
@@ -333,7 +334,7 @@ class _Compiler:
         name, dtype = decl.name, decl.dtype
         shared = decl.access is Access.WORKGROUP
 
-        def store(fr: _Frame, m: Mask) -> None:
+        def store(fr: Frame, m: Mask) -> None:
             idx = np.asarray(index(fr, m))
             raw = to_storage(dtype, np.asarray(value(fr, m)))
             count = fr.counts[name]
@@ -365,7 +366,7 @@ class _Compiler:
         then = self.block(n.then)
         otherwise = self.block(n.otherwise) if n.otherwise else None
 
-        def if_(fr: _Frame, m: Mask) -> None:
+        def if_(fr: Frame, m: Mask) -> None:
             c = np.asarray(cond(fr, m))
             if c.ndim == 0:
                 if c:
@@ -396,11 +397,11 @@ class _Compiler:
         name, dtype = n.var, t.numpy_dtype
         unsigned = np.dtype(f"u{dtype.itemsize}")
 
-        def loop(fr: _Frame, m: Mask) -> None:
+        def loop(fr: Frame, m: Mask) -> None:
             lo, hi = np.asarray(start(fr, m)), np.asarray(end(fr, m))
             if lo.ndim == 0 and hi.ndim == 0:  # same bounds for every invocation
                 for v in range(int(lo), int(hi)):
-                    _check_deadline(fr)
+                    check_deadline(fr)
                     fr.vars[name] = dtype.type(v)
                     body(fr, m)
                     if fr.alive is not None:
@@ -412,7 +413,7 @@ class _Compiler:
             active = trips if m is None else np.where(m, trips, 0)
             base = np.broadcast_to(lo.view(unsigned), (fr.n,))
             for k in range(int(active.max(initial=0))):
-                _check_deadline(fr)
+                check_deadline(fr)
                 step = _and(m, trips > k)
                 if fr.alive is not None:
                     step = step & fr.alive
@@ -424,7 +425,7 @@ class _Compiler:
         return loop
 
 
-def _return(fr: _Frame, m: Mask) -> None:
+def _return(fr: Frame, m: Mask) -> None:
     if m is None:
         fr.alive = np.zeros(fr.n, bool)
     else:
@@ -432,12 +433,12 @@ def _return(fr: _Frame, m: Mask) -> None:
     fr.epoch += 1
 
 
-def _barrier(fr: _Frame, m: Mask) -> None:
+def _barrier(fr: Frame, m: Mask) -> None:
     """Invocations run in lockstep, so every store before the barrier is already visible."""
 
 
 def _run_block(stmts: list[StmtFn]) -> StmtFn:
-    def block(fr: _Frame, m: Mask) -> None:
+    def block(fr: Frame, m: Mask) -> None:
         epoch = fr.epoch
         for s in stmts:
             s(fr, m)
@@ -450,166 +451,8 @@ def _run_block(stmts: list[StmtFn]) -> StmtFn:
     return block
 
 
-def _check_deadline(fr: _Frame) -> None:
+def check_deadline(fr: Frame) -> None:
     if fr.deadline is not None and time.monotonic() > fr.deadline:
         raise VyreError.one("D013", "the reference dispatch ran past its timeout and was stopped (between "
                             "workgroups or statements); its outputs are not returned", "reference backend",
                             "check loop bounds and the grid, or raise DispatchConfig.timeout")
-
-
-# ============================================================================ atomics
-
-
-def _apply_scan(mem: np.ndarray, addr: np.ndarray, values: np.ndarray, combine: OpFn) -> np.ndarray:
-    """Sequential-order atomics for an associative combine: a segmented inclusive scan per
-    address (Hillis-Steele, O(log n) numpy passes). Returns the old value seen by each lane."""
-    order = np.argsort(addr, kind="stable")
-    a = addr[order]
-    v = values[order]
-    n = a.size
-    first = np.ones(n, bool)
-    first[1:] = a[1:] != a[:-1]
-    starts = np.flatnonzero(first)
-    seg = np.cumsum(first) - 1
-    pos = np.arange(n) - starts[seg]
-    scan = v.copy()
-    d = 1
-    longest = int(pos.max()) + 1
-    while d < longest:
-        take = np.flatnonzero(pos >= d)
-        nxt = scan.copy()
-        nxt[take] = combine((scan[take - d], scan[take]))
-        scan = nxt
-        d *= 2
-    base = mem[a]
-    prev = np.empty_like(scan)
-    prev[1:] = scan[:-1]
-    old_sorted = np.where(first, base, combine((base, np.where(first, base, prev))))
-    last = np.ones(n, bool)
-    last[:-1] = first[1:]
-    ends = np.flatnonzero(last)
-    mem[a[ends]] = combine((base[ends], scan[ends]))
-    old = np.empty_like(old_sorted)
-    old[order] = old_sorted
-    return old
-
-
-def _apply_rounds(mem: np.ndarray, addr: np.ndarray, args: list[np.ndarray], combine: OpFn,
-                  tick: Callable[[], None]) -> np.ndarray:
-    """Sequential-order atomics for any combine: round r applies, for every address at once, the
-    r-th lane (in invocation order) that targets it."""
-    order = np.argsort(addr, kind="stable")
-    a = addr[order]
-    first = np.ones(a.size, bool)
-    first[1:] = a[1:] != a[:-1]
-    starts = np.flatnonzero(first)
-    rank = np.arange(a.size) - starts[np.cumsum(first) - 1]
-    by_rank = np.argsort(rank, kind="stable")  # lanes grouped by rank, each group of distinct addresses
-    bounds = np.searchsorted(rank[by_rank], np.arange(int(rank.max()) + 2))
-    old = np.empty(addr.size, mem.dtype)
-    for r in range(len(bounds) - 1):
-        tick()
-        lanes = order[by_rank[bounds[r]: bounds[r + 1]]]
-        where = addr[lanes]
-        current = mem[where]
-        mem[where] = combine([current] + [x[lanes] for x in args])
-        old[lanes] = current
-    return old
-
-
-# ============================================================================ running
-
-
-@dataclass(frozen=True)
-class CompiledProgram:
-    """A program ready to run on the reference interpreter."""
-
-    program: Program
-    body: StmtFn
-    ids_used: frozenset[tuple[IdKind, int]]
-
-    def run(
-        self,
-        memory: Mapping[str, np.ndarray],
-        counts: Mapping[str, int],
-        grid: tuple[int, int, int],
-        repeat: int = 1,
-        timeout: float | None = None,
-    ) -> None:
-        """Execute the program over ``grid`` workgroups, ``repeat`` times, mutating ``memory``
-        (one storage array per non-workgroup buffer; ``counts`` gives every buffer's length)."""
-        prog = self.program
-        wx, wy, wz = prog.workgroup_size
-        gx, gy, gz = grid
-        wg_size = wx * wy * wz
-        total_wgs = gx * gy * gz
-        if total_wgs == 0:
-            return
-        per_chunk = max(1, CHUNK_INVOCATIONS // wg_size)
-        shared = [b for b in prog.buffers if b.access is Access.WORKGROUP]
-        deadline = None if timeout is None else time.monotonic() + timeout
-        one_d = wy == wz == gy == gz == 1
-        with np.errstate(all="ignore"):
-            for _ in range(repeat):
-                for w0 in range(0, total_wgs, per_chunk):
-                    nwg = min(per_chunk, total_wgs - w0)
-                    n = nwg * wg_size
-                    fr = _Frame(n)
-                    fr.deadline = deadline
-                    _check_deadline(fr)  # between chunks of workgroups, too: a huge grid stops in time
-                    fr.mem.update(memory)
-                    fr.counts.update(counts)
-                    if shared:
-                        fr.lane_wg = np.repeat(np.arange(nwg, dtype=np.uint64), wg_size)
-                        for b in shared:
-                            fr.mem[b.name] = np.zeros(nwg * b.count, b.dtype.storage_dtype)
-                            fr.counts[b.name] = b.count
-                    self._ids(fr, w0, grid, one_d)
-                    self.body(fr, None)
-
-    def _ids(self, fr: _Frame, w0: int, grid: tuple[int, int, int], one_d: bool) -> None:
-        if not self.ids_used:
-            return
-        (wx, wy, wz), n = self.program.workgroup_size, fr.n
-        if one_d:  # only the ids the program reads, computed in u32 where nothing wraps
-            start = w0 * wx
-            zero = np.zeros(n, np.uint32)
-            for kind, axis in self.ids_used:
-                if axis != 0:
-                    v = zero
-                elif kind is IdKind.GLOBAL:
-                    if start + n <= 1 << 32:
-                        v = np.arange(start, start + n, dtype=np.uint32)
-                        fr.ranges[id(v)] = start
-                    else:
-                        v = (np.uint64(start) + np.arange(n, dtype=np.uint64)).astype(np.uint32)
-                elif kind is IdKind.LOCAL:
-                    v = (np.arange(n, dtype=np.uint64) % np.uint64(wx)).astype(np.uint32)
-                else:
-                    v = (np.uint64(w0) + np.arange(n, dtype=np.uint64) // np.uint64(wx)).astype(np.uint32)
-                fr.ids[(kind, axis)] = v
-            return
-        wg_size = wx * wy * wz
-        lane = np.arange(n, dtype=np.uint64)
-        loc = lane % np.uint64(wg_size)
-        wg = np.uint64(w0) + lane // np.uint64(wg_size)
-        gx, gy, _ = grid
-        local_xyz = (loc % np.uint64(wx), (loc // np.uint64(wx)) % np.uint64(wy), loc // np.uint64(wx * wy))
-        group_xyz = (wg % np.uint64(gx), (wg // np.uint64(gx)) % np.uint64(gy), wg // np.uint64(gx * gy))
-        size = (wx, wy, wz)
-        for kind, axis in self.ids_used:
-            if kind is IdKind.LOCAL:
-                v = local_xyz[axis]
-            elif kind is IdKind.WORKGROUP:
-                v = group_xyz[axis]
-            else:
-                v = group_xyz[axis] * np.uint64(size[axis]) + local_xyz[axis]
-            fr.ids[(kind, axis)] = v.astype(np.uint32)
-
-
-def compile_program(program: Program, registry: Registry) -> CompiledProgram:
-    """Compile a *validated* program (validate it first: this assumes it is well-typed)."""
-    buffers = {b.name: b for b in program.buffers}
-    comp = _Compiler(registry, buffers, {})
-    body = comp.block(program.body)
-    return CompiledProgram(program, body, frozenset(comp.ids_used))

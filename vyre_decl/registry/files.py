@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..ir.diagnostics import Diagnostic
-from .loader import MAX_FILE_BYTES, read_bytes
+from .sources import MAX_FILE_BYTES, read_bytes
 from .model import DialectInfo, OpDef
 from .opbuild import ID_RE, build_op, location
 from .schema import check_shape

@@ -17,7 +17,7 @@ import numpy as np
 from ..backends import acquire
 from ..ir.diagnostics import Diagnostic, VyreError
 from ..registry import default_registry
-from ..registry.loader import ENV_VAR
+from ..registry.sources import ENV_VAR
 from .loader import load_routine_files, standard_routines_dir
 from .model import BufferSpec, KatCase, KernelDef, RepeatDef, RoutineDef, StepDef
 from .plan import PlanCache, RoutinePlan

@@ -16,7 +16,7 @@ from typing import Any, Final, Mapping
 from ..ir.diagnostics import Diagnostic
 from ..ir.scalars import ELEMENTS
 from ..ir.types import DataType
-from ..registry.loader import MAX_FILE_BYTES, ROUTINE_SUFFIX, env_ops_dirs, read_bytes
+from ..registry.sources import MAX_FILE_BYTES, ROUTINE_SUFFIX, env_ops_dirs, read_bytes
 from ..registry.typesets import TypeSetError, parse_type_set
 from .model import BufferSpec, KatCase, KernelDef, RepeatDef, Role, RoutineDef, StepDef
 from .sizes import SizeError, SizeExpr, parse_size
