@@ -97,12 +97,24 @@ def test_an_op_of_a_dialect_named_like_an_id_still_parses():
 def test_load_program_reports_unreadable_and_non_utf8_files_with_codes(tmp_path):
     import vyre_decl
 
+    from vyre_decl.ir.parser import MAX_PROGRAM_TEXT
+
     bad = tmp_path / "bad.vyre"
     bad.write_bytes(b"program p workgroup(1, 1, 1) { let x = 1u32 }\n\xff\xfe")
-    for path, code in ((bad, "P010"), (tmp_path / "missing.vyre", "P009")):
+    huge = tmp_path / "huge.vyre"
+    huge.write_bytes(b"program p workgroup(1, 1, 1) {\n" + b"// padding\n" * (MAX_PROGRAM_TEXT // 11) + b"}\n")
+    for path, code in ((bad, "P010"), (tmp_path / "missing.vyre", "P009"), (huge, "P011")):
         with pytest.raises(vyre_decl.VyreError) as e:
             vyre_decl.load_program(str(path))
         assert e.value.codes == [code] and str(path) in str(e.value) and "Fix:" in str(e.value)
+
+
+def test_program_text_over_the_size_limit_is_p011_before_any_parsing():
+    from vyre_decl.ir.parser import MAX_PROGRAM_TEXT
+
+    with pytest.raises(ParseError) as e:
+        parse_program("program p workgroup(1, 1, 1) {\n" + " " * MAX_PROGRAM_TEXT + "}")
+    assert e.value.codes == ["P011"] and "Fix:" in str(e.value)
 
 
 def test_non_ascii_digits_are_not_sizes():

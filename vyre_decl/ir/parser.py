@@ -12,7 +12,8 @@ import re
 from typing import Final, Mapping, NoReturn
 
 from . import sugar
-from .lexer import KEYWORDS, SUFFIX_PATTERN, Token, fail, tokenize
+from .diagnostics import Diagnostic
+from .lexer import KEYWORDS, SUFFIX_PATTERN, ParseError, Token, fail, tokenize
 from .nodes import (
     AXES,
     Access,
@@ -50,6 +51,16 @@ _ACCESS: Final = {a.value: a for a in Access}
 
 
 MAX_NESTING: Final = 200  # expression and block nesting the parser accepts
+# the longest program text parsed (characters; for a file, bytes): bounds parsing time and memory
+# before any work (validation allows 8,192 statements, far below this at any sane line length)
+MAX_PROGRAM_TEXT: Final = 16 << 20
+
+
+def too_long(size: int, where: str) -> ParseError:
+    """P011: program text over ``MAX_PROGRAM_TEXT``."""
+    return ParseError(Diagnostic("P011", f"the program text is {size:,} characters or bytes long, over the limit "
+                                 f"of {MAX_PROGRAM_TEXT:,}", where, "split the work into several programs (or build "
+                                 "it with ProgramBuilder, whose size validation bounds by statements)"))
 
 
 class Parser:
@@ -447,6 +458,8 @@ def parse_program(src: str, filename: str = "<text>", type_vars: Mapping[str, Da
     """Parse the text form of one program. Raises ParseError (line:column, Fix) on bad input.
     ``type_vars`` binds type variables as in compose (``T[]`` buffers, ``x as T``, ``T.zero``):
     the kernels of routines are written once for every type they take."""
+    if len(src) > MAX_PROGRAM_TEXT:
+        raise too_long(len(src), filename)
     return Parser(src, filename, type_vars).program()
 
 
