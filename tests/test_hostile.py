@@ -31,12 +31,15 @@ PIECES = ["{", "}", "(", ")", "[", "]", ",", ";", "=", "+", "-", "*", "/", "<", 
 
 
 def _exercise(program) -> None:
-    """What a user does with a parsed program: validate, print and parse back, run briefly."""
+    """What a user does with a parsed program: validate, print and parse back, emit, run briefly."""
+    from vyre_decl.emit import emit
+
     diags = validate(program, REG)
     text = print_program(program)
     assert parse_program(text) == program  # the round trip holds for whatever parses
     if diags:
         return
+    assert ".visible .entry" in emit(program, REG, "sm_90").text  # a valid program always lowers
     inputs = [np.arange(d.count or 5).astype(d.dtype.storage_dtype) for d in program.inputs]
     grid = None if program.workgroup_size[1:] == (1, 1) else (1, 1, 1)
     vyre_decl.acquire("reference").dispatch(program, inputs, DispatchConfig(grid=grid, timeout=0.5))
