@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Literal
 
-__all__ = ["Diagnostic", "VyreError", "Severity"]
+__all__ = ["Diagnostic", "VyreError", "Severity", "message_and_fix"]
 
 Severity = Literal["error", "warning", "note"]
 
@@ -65,6 +65,13 @@ class VyreError(ValueError):
     @classmethod
     def one(cls, code: str, message: str, location: str, fix: str) -> VyreError:
         return cls(Diagnostic(code, message, location, fix))
+
+
+def message_and_fix(exc: BaseException, default_fix: str = "fix the value") -> tuple[str, str]:
+    """The text of an error that ends in ``" Fix: ..."`` (as the scalar, type-set and template
+    errors do), split into its message (without the closing period) and its fix."""
+    message, _, fix = str(exc).partition(" Fix: ")
+    return message.rstrip("."), fix or default_fix
 
 
 def nested_too_deeply(what: str) -> VyreError:

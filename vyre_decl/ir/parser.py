@@ -12,7 +12,7 @@ import re
 from typing import Final, Mapping, NoReturn
 
 from . import sugar
-from .diagnostics import Diagnostic
+from .diagnostics import Diagnostic, message_and_fix
 from .lexer import KEYWORDS, SUFFIX_PATTERN, ParseError, Token, fail, tokenize
 from .nodes import (
     AXES,
@@ -341,8 +341,8 @@ class Parser:
         try:
             return Lit(dtype, parse_value(dtype, body))
         except ScalarError as exc:
-            msg, _, fix = str(exc).partition(" Fix: ")
-            self.error(tok, "P003", f"bad literal {'-' if negative else ''}{tok.text}: {msg}", fix or "fix the value")
+            msg, fix = message_and_fix(exc)
+            self.error(tok, "P003", f"bad literal {'-' if negative else ''}{tok.text}: {msg}", fix)
 
     def typed_constant(self, tok: Token, body: str, dtype: DataType) -> Lit:
         if not dtype.is_value_type:
@@ -350,8 +350,8 @@ class Parser:
         try:
             return Lit(dtype, element_bits(dtype, body))
         except ScalarError as exc:
-            msg, _, fix = str(exc).partition(" Fix: ")
-            self.error(tok, "P003", f"bad constant {body} of type {dtype}: {msg}", fix or "fix the value")
+            msg, fix = message_and_fix(exc)
+            self.error(tok, "P003", f"bad constant {body} of type {dtype}: {msg}", fix)
 
     def primary(self) -> Expr:
         tok = self.peek()

@@ -15,15 +15,16 @@ import re
 from pathlib import Path
 from typing import Any, Final, Mapping
 
-from ..ir.diagnostics import Diagnostic
+from ..ir.diagnostics import Diagnostic, message_and_fix
 from ..ir.nodes import Atomic, BufLen, Expr, Id, Load
 from ..ir.compose import parse_compose
 from ..ir.lexer import ParseError
-from ..ir.scalars import ScalarError, encode, parse_value
+from ..ir.scalars import ScalarError, parse_value
 from ..ir.signature import AttrSig, Binding, OpSignature, Param
 from ..ir.types import VALUE_TYPES, DataType
 from ..ir.validation import is_identifier
 from ..ir.walk import subexprs
+from .kats import kat_group
 from .laws import CATALOGUE, LawSyntaxError, law_fits, parse_law
 from .model import TRAITS, Compose, Kat, LawDef, OpDef, Template
 from .references import REFERENCES
@@ -46,11 +47,6 @@ def location(path: Path, op: str | None = None, fld: str | None = None) -> str:
     if fld:
         text += f" {fld}"
     return text
-
-
-def _msg(exc: Exception) -> tuple[str, str]:
-    msg, _, fix = str(exc).partition(" Fix: ")
-    return msg.rstrip("."), fix or "fix the value"
 
 
 def build_op(fields: Mapping[str, Any], op_id: str, dialect: str, path: Path, diags: list[Diagnostic]) -> OpDef | None:
@@ -122,7 +118,7 @@ class _OpBuilder:
             try:
                 self.type_vars[var] = parse_type_set(text)
             except TypeSetError as exc:
-                self.err("R006", f"types.{var}", *_msg(exc))
+                self.err("R006", f"types.{var}", *message_and_fix(exc))
 
     def type_name(self, name: str, fld: str, code: str = "R006", allow_vars: bool = True) -> bool:
         if name in _VALUE_TYPE_NAMES or (allow_vars and name in self.type_vars):
@@ -191,7 +187,7 @@ class _OpBuilder:
                 try:
                     value = parse_value(DataType(type_), default)
                 except ScalarError as exc:
-                    self.err("R021", "signature", f"attribute {name}: " + _msg(exc)[0], f"give a default that is a valid {type_}")
+                    self.err("R021", "signature", f"attribute {name}: " + message_and_fix(exc)[0], f"give a default that is a valid {type_}")
             attrs.append(AttrSig(name, DataType(type_), value))
         used = {p[1] for p in st.inputs} | {out_type}
         for var in self.type_vars:
@@ -366,7 +362,7 @@ class _OpBuilder:
             try:
                 result[var] = parse_type_set(types, self.type_vars[var])
             except TypeSetError as exc:
-                self.err(code, fld, *_msg(exc))
+                self.err(code, fld, *message_and_fix(exc))
                 return None
         return result
 
@@ -407,7 +403,7 @@ class _OpBuilder:
                     try:
                         law.element_bits(result if kind.element == "result" else operands[0])
                     except ScalarError as exc:
-                        self.err("R014", fld, f"{text}: for {self.describe(b)}, " + _msg(exc)[0],
+                        self.err("R014", fld, f"{text}: for {self.describe(b)}, " + message_and_fix(exc)[0],
                                  "restrict the law with @types or use another element")
                         break
                 ok = True
@@ -443,7 +439,7 @@ class _OpBuilder:
             try:
                 types = parse_type_set(key)
             except TypeSetError as exc:
-                self.err("R019", f"ulp.{key}", *_msg(exc))
+                self.err("R019", f"ulp.{key}", *message_and_fix(exc))
                 continue
             if not all(t.is_float and t in out_types for t in types):
                 self.err("R019", f"ulp.{key}", f"{key!r} names types that are not float results of this op",
@@ -466,52 +462,10 @@ class _OpBuilder:
             else:
                 entries = [({"cases": groups}, fld)]
             for group, gfld in entries:
-                kat = self.kat_group(b, group, gfld)
+                kat = kat_group(self.sig, tuple(self.type_vars), b, group, gfld, self.err)
                 if kat is not None:
                     kats.append(kat)
         return tuple(kats)
-
-    def kat_group(self, b: Binding, group: Mapping[str, Any], fld: str) -> Kat | None:
-        sig = self.sig
-        unknown = set(group) - {"cases", "attrs", "note"}
-        if unknown or not isinstance(group.get("cases"), list):
-            self.err("R011", fld, f"a KAT group is {{ cases = [[...]], attrs = {{...}}, note = \"...\" }}"
-                     + (f"; unknown keys {sorted(unknown)}" if unknown else ""), "write rows as [inputs..., expected]")
-            return None
-        attr_sigs = {a.name: a for a in sig.attrs}
-        attrs = []
-        given = group.get("attrs") or {}
-        if not isinstance(given, dict):
-            self.err("R011", f"{fld}.attrs", "attrs is a table of attribute values", "write attrs = { k = 3 }")
-            return None
-        for name, value in given.items():
-            a = attr_sigs.get(name)
-            if a is None:
-                self.err("R011", f"{fld}.attrs.{name}", f"the op has no attribute {name!r}", "remove it")
-                continue
-            try:
-                attrs.append((name, encode(a.dtype, value)))
-            except ScalarError as exc:
-                self.err("R011", f"{fld}.attrs.{name}", _msg(exc)[0], f"give a valid {a.dtype}")
-        missing = [a for a in sig.attrs if a.default is None and a.name not in given]
-        if missing:
-            self.err("R011", f"{fld}.attrs", f"attribute {missing[0].name!r} has no default and is not given",
-                     f"add attrs = {{ {missing[0].name} = ... }}")
-        m = dict(zip(self.type_vars, b))
-        types = [sig.resolve(p.type, m) for p in sig.inputs] + [sig.resolve(sig.output.type, m)]
-        rows = []
-        for j, row in enumerate(group["cases"]):
-            if not isinstance(row, list) or len(row) != len(types):
-                n = len(row) if isinstance(row, list) else "not a list"
-                self.err("R011", f"{fld}[{j}]", f"a case has {len(types)} values (inputs then the expected result), this one has {n}",
-                         "write [input, ..., expected]")
-                continue
-            try:
-                rows.append(tuple(encode(t, v) for t, v in zip(types, row)))
-            except (ScalarError, OverflowError) as exc:
-                self.err("R011", f"{fld}[{j}]", _msg(exc)[0], "write values of the case's types")
-        note = group.get("note") or ""
-        return Kat(b, tuple(sorted(attrs)), tuple(rows), note if isinstance(note, str) else "")
 
 
 def _text(compose: Any) -> str | None:

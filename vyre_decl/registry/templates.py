@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Final, Mapping
 
+from ..ir.diagnostics import message_and_fix
 from ..ir.scalars import ELEMENTS, ScalarError, element_bits
 from ..ir.types import DataType
 from .model import Template
@@ -424,6 +425,6 @@ def _number(ref: Ref, dtype: DataType) -> str:
     try:
         return immediate(dtype, element_bits(dtype, ref.prop))
     except ScalarError as exc:
-        msg = str(exc).partition(" Fix: ")[0]
+        msg = message_and_fix(exc)[0]
         raise TemplateError("R007", f"{{{ref.name}.{ref.prop}}} for {ref.name}={dtype}: {msg}",
                             "give that type its own template") from None

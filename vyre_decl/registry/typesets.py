@@ -17,6 +17,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Any, Final, Mapping, Sequence
 
+from ..ir.diagnostics import message_and_fix
 from ..ir.types import VALUE_TYPES, DataType
 
 __all__ = ["GROUPS", "TypeSetError", "parse_type_set", "describe_types", "KeyedTable", "resolve_keyed"]
@@ -133,7 +134,7 @@ def _flatten(node: Any, vars_: list[tuple[str, tuple[DataType, ...]]], keys: lis
         try:
             types = parse_type_set(key, allowed)
         except TypeSetError as exc:
-            msg, _, fix = str(exc).partition(" Fix: ")
+            msg, fix = message_and_fix(exc)
             out.errors.append((f"{field}.{key}", f"{msg} (keys here name types of {var})", fix))
             continue
         _flatten(sub, vars_, keys + [types], f"{field}.{key}", is_leaf, leaves, out)
