@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterator
 from .certificate import merge
 from .certify import RunSpec, SetupError, run_shard
 from .devicepool import DistributedRun, PoolError
-from .isolation import DeviceLost
+from .isolation import DeviceLost, runs_in_process
 
 __all__ = ["ClusterError", "connect", "cluster_backend", "certify_on_dask", "fleet_certificates", "SHARD_EVENT"]
 
@@ -130,11 +130,7 @@ def _shard_task(spec: RunSpec, backend: str, index: int, count: int, run: str) -
 
     get_worker().log_event(SHARD_EVENT, {"run": run, "shard": index, "pid": os.getpid(),
                                          "worker": get_worker().address})
-    from ..backends import backend_info
-
-    info = backend_info(backend)
-    in_subprocess = info is None or not info.contained  # conformance isolates it in a worker subprocess
-    if in_subprocess and multiprocessing.current_process().daemon:
+    if not runs_in_process(backend) and multiprocessing.current_process().daemon:
         raise SetupError("this Dask worker is a daemon process and cannot start the backend's subprocess. Fix: "
                          "start workers with the setting distributed.worker.daemon: false "
                          "(DASK_DISTRIBUTED__WORKER__DAEMON=False)")

@@ -18,7 +18,7 @@ import numpy as np
 from ..ir.canonical import dumps, loads
 from ..ir.nodes import Program
 
-__all__ = ["CaseError", "DeviceLost", "Runner", "InProcessRunner", "IsolatedRunner", "make_runner"]
+__all__ = ["CaseError", "DeviceLost", "Runner", "InProcessRunner", "IsolatedRunner", "make_runner", "runs_in_process"]
 
 
 @dataclass
@@ -179,12 +179,20 @@ class IsolatedRunner:
                 self._proc.kill()
 
 
-def make_runner(backend_name: str) -> Runner:
-    """In-process for a backend whose faults are contained (the reference), a worker subprocess
-    for every other. ``cuda:1`` names device 1 of the cuda backend."""
-    from ..backends import acquire, backend_info
+def runs_in_process(backend_name: str) -> bool:
+    """Whether conformance runs ``backend_name`` in this process (a backend whose faults are
+    contained, such as the reference) rather than in a worker subprocess. ``cuda:1`` names device
+    1 of the cuda backend; a device of a contained backend is left to the worker to refuse."""
+    from ..backends import backend_info
 
     info = backend_info(backend_name)
-    if info is not None and info.contained and info.name == backend_name:  # not "name:device"
+    return info is not None and info.contained and info.name == backend_name
+
+
+def make_runner(backend_name: str) -> Runner:
+    """In-process where ``runs_in_process``, a worker subprocess for every other backend."""
+    from ..backends import acquire
+
+    if runs_in_process(backend_name):
         return InProcessRunner(acquire(backend_name))
     return IsolatedRunner(backend_name)

@@ -23,7 +23,7 @@ def kat_group(sig: OpSignature, type_vars: tuple[str, ...], b: Binding, group: M
     unknown = set(group) - {"cases", "attrs", "note"}
     if unknown or not isinstance(group.get("cases"), list):
         err("R011", fld, f"a KAT group is {{ cases = [[...]], attrs = {{...}}, note = \"...\" }}"
-                 + (f"; unknown keys {sorted(unknown)}" if unknown else ""), "write rows as [inputs..., expected]")
+            + (f"; unknown keys {sorted(unknown)}" if unknown else ""), "write rows as [inputs..., expected]")
         return None
     attr_sigs = {a.name: a for a in sig.attrs}
     attrs = []
@@ -43,7 +43,7 @@ def kat_group(sig: OpSignature, type_vars: tuple[str, ...], b: Binding, group: M
     missing = [a for a in sig.attrs if a.default is None and a.name not in given]
     if missing:
         err("R011", f"{fld}.attrs", f"attribute {missing[0].name!r} has no default and is not given",
-                 f"add attrs = {{ {missing[0].name} = ... }}")
+            f"add attrs = {{ {missing[0].name} = ... }}")
     m = dict(zip(type_vars, b))
     types = [sig.resolve(p.type, m) for p in sig.inputs] + [sig.resolve(sig.output.type, m)]
     rows = []
@@ -51,7 +51,7 @@ def kat_group(sig: OpSignature, type_vars: tuple[str, ...], b: Binding, group: M
         if not isinstance(row, list) or len(row) != len(types):
             n = len(row) if isinstance(row, list) else "not a list"
             err("R011", f"{fld}[{j}]", f"a case has {len(types)} values (inputs then the expected result), this one has {n}",
-                     "write [input, ..., expected]")
+                "write [input, ..., expected]")
             continue
         try:
             rows.append(tuple(encode(t, v) for t, v in zip(types, row)))
