@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import ctypes
 import io
 import pstats
-from ctypes import byref, c_uint32, c_uint64, c_void_p
+from ctypes import byref, c_void_p
 from typing import Any
 
 import numpy as np
@@ -27,7 +26,7 @@ import numpy as np
 from vyre_decl import libcuda as cu
 from vyre_decl.backends.cuda import CudaBackend
 from vyre_decl.bench.core import interleaved
-from vyre_decl.bench.device import quiet
+from vyre_decl.bench.device import RawLaunch, quiet
 from vyre_decl.bench.kernels import TWO
 
 N = 1024
@@ -48,12 +47,8 @@ def main() -> None:
     h2d, d2h = cu.function("cuMemcpyHtoD_v2"), cu.function("cuMemcpyDtoH_v2")
     h2d_async, d2h_async = cu.function("cuMemcpyHtoDAsync_v2"), cu.function("cuMemcpyDtoHAsync_v2")
     sync = cu.function("cuStreamSynchronize")
-    launch = cu.raw("cuLaunchKernel")
-    vals = [c_uint64(x.ptr) for x in (da, db, dout)] + [c_uint32(N)] * 3
-    params = (c_void_p * 6)(*[ctypes.cast(byref(v), c_void_p) for v in vals])
-    one, zero = ctypes.c_uint(1), ctypes.c_uint(0)
-    launch_args = (pipe.function, ctypes.c_uint(N // 64), one, one, ctypes.c_uint(64), one, one, zero, stream,
-                   params, None)
+    baseline = RawLaunch(pipe.function, [x.ptr for x in (da, db, dout)], N, stream)
+    launch, launch_args = baseline.launch, baseline.args
     res = np.empty(N, np.uint32)
 
     def raw_roundtrip() -> None:
@@ -105,16 +100,11 @@ class _Bare:
 def resident_and_graph(be: Any, pipe: Any, batches: int, per_batch: int) -> None:
     bufs = [be.upload(np.arange(N, dtype=np.uint32)) for _ in range(2)] + [be.allocate("u32", N)]
     pipe.dispatch_resident(bufs)
-    vals = [c_uint64(buf.ptr) for buf in bufs] + [c_uint32(buf.count) for buf in bufs]
-    params = (c_void_p * len(vals))(*[ctypes.cast(byref(v), c_void_p) for v in vals])
-    one, zero = ctypes.c_uint(1), ctypes.c_uint(0)
-    launch_args = (pipe.function, ctypes.c_uint(N // 64), one, one, ctypes.c_uint(64), one, one, zero,
-                   c_void_p(be.stream_handle), params, None)
+    baseline = RawLaunch(pipe.function, [buf.ptr for buf in bufs], N, c_void_p(be.stream_handle))
     graph = be.sequence([(pipe, bufs)] * 100).capture()
     graph_args = (c_void_p(graph.handle), c_void_p(be.stream_handle))
     for label, ours, fn, fn_args, per in (
-            ("dispatch_resident", lambda: pipe.dispatch_resident(bufs), cu.raw("cuLaunchKernel"), launch_args,
-             per_batch),
+            ("dispatch_resident", lambda: pipe.dispatch_resident(bufs), baseline.launch, baseline.args, per_batch),
             ("graph replay (100 launches)", graph.replay, cu.raw("cuGraphLaunch", hold_gil=True), graph_args,
              max(10, per_batch // 10))):
         bare = _Bare(fn, fn_args)

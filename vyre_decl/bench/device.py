@@ -18,7 +18,7 @@ from .. import libcuda as cu
 from .core import Row, interleaved, skipped
 from .kernels import CHAIN_STEPS, TWO, add_program, chain_program, v4_add_ptx
 
-__all__ = ["EventTimer", "bandwidth_rows", "chain_rows", "host_cost_rows", "quiet", "torch_module", "cupy_module",
+__all__ = ["EventTimer", "RawLaunch", "bandwidth_rows", "chain_rows", "host_cost_rows", "quiet", "torch_module", "cupy_module",
            "torch_seconds", "cupy_seconds"]
 
 
@@ -180,6 +180,28 @@ def chain_rows(be: Any, timer: EventTimer, log2n: int, reps: int, v4_gbs: float 
     return rows
 
 
+class RawLaunch:
+    """The raw-driver baseline of the host-cost cases: ``cuLaunchKernel`` of ``function`` through
+    ctypes over buffers at ``pointers`` of ``count`` elements each (the kernel's parameters: every
+    address, then every count), ``count // 64`` workgroups of 64 on ``stream``, its arguments packed
+    once and kept alive here. ``call`` launches (asynchronously); it is a plain closure, as cheap to
+    call as the raw call written inline in a function, so the baseline is not made slower."""
+
+    def __init__(self, function: Any, pointers: list[int], count: int, stream: c_void_p) -> None:
+        self._values = [c_uint64(p) for p in pointers] + [c_uint32(count) for _ in pointers]
+        self._params = (c_void_p * len(self._values))(*[ctypes.cast(byref(v), c_void_p) for v in self._values])
+        one, zero = ctypes.c_uint(1), ctypes.c_uint(0)
+        launch = self.launch = cu.raw("cuLaunchKernel")
+        args = self.args = (function, ctypes.c_uint(count // 64), one, one, ctypes.c_uint(64), one, one, zero,
+                            stream, self._params, None)
+
+        def call() -> None:
+            if launch(*args):
+                raise RuntimeError("launch failed")
+
+        self.call = call
+
+
 def host_cost_rows(be: Any, batches: int, per_batch: int) -> list[Row]:
     """Host time of a resident launch, a replay of a graph of 100 launches and a small numpy
     dispatch, each against the raw driver calls doing the same work (ctypes, arguments packed
@@ -188,17 +210,7 @@ def host_cost_rows(be: Any, batches: int, per_batch: int) -> list[Row]:
     stream = c_void_p(be.stream_handle)
     bufs = [be.upload(np.arange(n, dtype=np.uint32)) for _ in range(2)] + [be.allocate("u32", n)]
     pipe = be.compile(TWO)
-    launch = cu.raw("cuLaunchKernel")
-    vals = [c_uint64(buf.ptr) for buf in bufs] + [c_uint32(buf.count) for buf in bufs]
-    params = (c_void_p * len(vals))(*[ctypes.cast(byref(v), c_void_p) for v in vals])
-    one, zero = ctypes.c_uint(1), ctypes.c_uint(0)
-    grid, block = ctypes.c_uint(n // 64), ctypes.c_uint(64)
-    raw_args = (pipe.function, grid, one, one, block, one, one, zero, stream, params, None)
-
-    def raw_launch() -> None:
-        if launch(*raw_args):
-            raise RuntimeError("launch failed")
-
+    raw_launch = RawLaunch(pipe.function, [buf.ptr for buf in bufs], n, stream).call
     r, o, again = interleaved([raw_launch, lambda: pipe.dispatch_resident(bufs), raw_launch], batches, per_batch,
                               be.synchronize)
     rows = [Row("dispatch_resident host cost (us)", o * 1e6, "raw ctypes cuLaunchKernel", r * 1e6, "us", "lower", 1.05,
@@ -218,15 +230,12 @@ def host_cost_rows(be: Any, batches: int, per_batch: int) -> list[Row]:
     a, b = np.arange(n, dtype=np.uint32), np.full(n, 7, np.uint32)
     da, db, dout = (be.allocate("u32", n) for _ in range(3))
     h2d, d2h = cu.function("cuMemcpyHtoD_v2"), cu.function("cuMemcpyDtoH_v2")
-    vals2 = [c_uint64(x.ptr) for x in (da, db, dout)] + [c_uint32(n)] * 3
-    params2 = (c_void_p * 6)(*[ctypes.cast(byref(v), c_void_p) for v in vals2])
-    raw2 = (pipe.function, grid, one, one, block, one, one, zero, stream, params2, None)
+    launch_on_copies = RawLaunch(pipe.function, [x.ptr for x in (da, db, dout)], n, stream).call
 
     def raw_roundtrip() -> np.ndarray:
         h2d(da.ptr, a.ctypes.data, 4 * n)
         h2d(db.ptr, b.ctypes.data, 4 * n)
-        if launch(*raw2):
-            raise RuntimeError("launch failed")
+        launch_on_copies()
         res = np.empty(n, np.uint32)
         d2h(res.ctypes.data, dout.ptr, 4 * n)
         return res
