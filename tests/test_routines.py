@@ -247,9 +247,11 @@ def test_lib_covers_every_family_the_numpy_way():
     np.testing.assert_array_equal(lib.transpose(m, backend=be), m.T)
     np.testing.assert_array_equal(lib.matmul(m, m.T, backend=be), m @ m.T)
     keys, vals = lib.sort(np.array([3, 1, 2, 1], np.uint32), np.array([0, 1, 2, 3], np.uint32), backend=be)
-    np.testing.assert_array_equal(keys, [1, 1, 2, 3]) and np.testing.assert_array_equal(vals, [1, 3, 2, 0])
+    np.testing.assert_array_equal(keys, [1, 1, 2, 3])
+    np.testing.assert_array_equal(vals, [1, 3, 2, 0])  # stable: the two 1s keep their order
     top, at = lib.topk(np.array([4, 9, 1, 9], np.uint32), 2, backend=be)
-    np.testing.assert_array_equal(top, [9, 9]) and np.testing.assert_array_equal(at, [1, 3])
+    np.testing.assert_array_equal(top, [9, 9])
+    np.testing.assert_array_equal(at, [1, 3])
     np.testing.assert_allclose(lib.softmax(np.zeros((2, 4), np.float32), backend=be), np.full((2, 4), 0.25))
     import zlib
 
