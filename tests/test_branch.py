@@ -49,3 +49,39 @@ def test_branch_gives_the_select_value(backend):
     lazy_ref = vyre_decl.acquire("reference").dispatch(parse_program(SOURCE.replace("branch(big", "select(big")), [x])[0]
     assert np.array_equal(got, lazy_ref, equal_nan=True)
     assert np.allclose(got, want, rtol=1e-15, equal_nan=True)
+
+
+# The outside review's program: on 6baef07 the reference ran the arm not taken (rw[0] = 64), a GPU did not (0).
+EFFECT_IN_ARM = """program f30 workgroup(64, 1, 1) {
+  buffer rw: read_write u32[] @0
+  buffer o: write u32[len(rw)] @1
+  o[gid.x] = branch(false, atomic primitive.atomic.add(rw[0u32], 1u32), 7u32)
+}"""
+
+
+@pytest.mark.parametrize("arm", ["if_true", "if_false"])
+def test_an_atomic_in_an_arm_of_a_branch_is_refused(arm):
+    source = EFFECT_IN_ARM if arm == "if_true" else EFFECT_IN_ARM.replace(
+        "branch(false, atomic primitive.atomic.add(rw[0u32], 1u32), 7u32)",
+        "branch(true, 7u32, 1u32 + atomic primitive.atomic.add(rw[0u32], 1u32))")
+    with pytest.raises(vyre_decl.VyreError) as err:
+        vyre_decl.acquire("reference").dispatch(parse_program(source), [np.zeros(64, np.uint32)])
+    (d,) = err.value.diagnostics
+    assert d.code == "V026" and d.location.endswith(arm) and "select(" in d.fix
+    eager = source.replace("branch(", "select(")  # select runs both arms everywhere: legal
+    vyre_decl.acquire("reference").dispatch(parse_program(eager), [np.zeros(64, np.uint32)])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_atomic_in_the_condition_of_a_branch_runs_once_on_every_backend(backend):
+    source = """program once workgroup(64, 1, 1) {
+  buffer rw: read_write u32[] @0
+  buffer o: write u32[len(rw)] @1
+  let i = gid.x
+  if i < len(o) {
+    o[i] = branch((atomic primitive.atomic.add(rw[0u32], 1u32)) < 1000000u32, i * 3u32, 5u32)
+  }
+}"""
+    rw, o = vyre_decl.acquire(backend).dispatch(parse_program(source), [np.zeros(200, np.uint32)])
+    assert rw[0] == 200 and not rw[1:].any()
+    assert np.array_equal(o, np.arange(200, dtype=np.uint32) * 3)

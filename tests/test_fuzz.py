@@ -26,7 +26,7 @@ from vyre_decl.ir.nodes import (Access, Atomic, Barrier, Block, Id, IdKind, If, 
 from vyre_decl.ir.text import parse_program
 from vyre_decl.ir.types import DataType
 from vyre_decl.ir.validation import infer_type
-from vyre_decl.ir.walk import body_exprs, statements
+from vyre_decl.ir.walk import body_exprs, statements, subexprs
 from vyre_decl.registry import default_registry
 
 REG = default_registry()
@@ -51,6 +51,17 @@ def test_the_generator_covers_the_language_and_the_library():
     assert {b.dtype for b in buffers} == set(DataType)  # every storage type, 64-bit and narrow ones included
     assert {Access.READ, Access.READ_WRITE, Access.WRITE, Access.WORKGROUP} == {b.access for b in buffers}
     assert random_program(5, OPS) == random_program(5, OPS)  # seeded: the same program every time
+
+
+def test_the_generator_makes_branches_with_effects_only_where_they_are_legal():
+    """Lazy branches appear, some with an atomic in their condition, none with one in an arm (V026:
+    a GPU runs only the chosen arm)."""
+    branches = [e for p in PROGRAMS for e in body_exprs(p.body) if isinstance(e, Select) and e.lazy]
+    assert len(branches) > 100
+    with_effect = [b for b in branches if any(isinstance(x, Atomic) for x in subexprs(b.cond))]
+    assert len(with_effect) > 10
+    for b in branches:
+        assert not any(isinstance(x, Atomic) for arm in (b.if_true, b.if_false) for x in subexprs(arm))
 
 
 def test_a_seed_gives_the_same_program_in_every_process():

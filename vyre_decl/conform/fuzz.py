@@ -6,13 +6,15 @@ independent of the order of the updates): typed input buffers of every storage t
 sized like the first input, and
 
 - a body of lets, assignments, ifs, bounded loops, blocks, regions, early returns and stores;
+  expressions include ``select`` (both arms run) and lazy ``branch`` (the chosen arm alone runs);
   stores write the invocation's own element or one far out of bounds (a no-op), loads read any
   index (out of bounds: 0);
 - sometimes workgroup memory: rounds of "each invocation writes its own slot, barrier", at the
   top level where control flow is uniform, after which any invocation reads any slot;
 - sometimes a ``read_write`` accumulator that ``atomic`` updates at any index with one op whose
   laws make the result independent of the order (commutative and associative; one op, since
-  two such ops need not commute with each other), the old values never read.
+  two such ops need not commute with each other), the old values never read — as a statement, or
+  in the condition of a ``branch`` (never in its arms: V026).
 
 Every program is deterministic: a NaN reaches an op whose result shows a NaN's bits (the
 ``nan-bits`` trait) only as a fixed literal, so a backend must give exactly the reference's
@@ -111,6 +113,7 @@ class _Gen:
         self.shared: BufferDecl | None = None  # readable once a barrier made its slots visible
         self.acc: BufferDecl | None = None
         self.acc_op = ""  # one op per program: two order-free ops on one element (and, xor) do not commute
+        self.lazy_arms = 0  # > 0 while generating an arm of a lazy branch, where effects are illegal (V026)
 
     def fresh(self) -> str:
         self.names += 1
@@ -162,7 +165,7 @@ class _Gen:
         if depth <= 0 or r.random() < 0.25:
             return self.leaf(t, depth)
         if r.random() < 0.1:
-            return Select(self.expr(D.BOOL, depth - 1), self.expr(t, depth - 1), self.expr(t, depth - 1))
+            return self.select(t, depth)
         if t in _NUMERIC and r.random() < 0.1:  # a cast from another type
             src = r.choice([s for s in _NUMERIC if s is not t])
             return Op(sugar.CAST_OP, (self.expr(src, depth - 1),), types=((sugar.CAST_TYPE_VAR, t),))
@@ -174,6 +177,26 @@ class _Gen:
         if use.nan_bits:
             args = [self.fixed_nan(x, a) if a.is_float else x for x, a in zip(args, use.args)]
         return Op(use.op, tuple(args), tuple((n, self.lit(a)) for n, a in use.attrs), use.types)
+
+    def select(self, t: D, depth: int) -> Expr:
+        """``select`` (both arms run) or ``branch`` (only the chosen arm runs: no effects in its arms,
+        though its condition may update the accumulator)."""
+        if self.rng.random() < 0.5:
+            return Select(self.expr(D.BOOL, depth - 1), self.expr(t, depth - 1), self.expr(t, depth - 1))
+        cond = self.expr(D.BOOL, depth - 1)
+        if self.acc is not None and not self.lazy_arms and self.rng.random() < 0.5:
+            # an effect whose old value never shows: `select(atomic != 0, c, c)` is c
+            cond = Select(Op(_NE, (self.acc_update(), Lit.of(self.acc.dtype, 0))), cond, cond)
+        self.lazy_arms += 1
+        arms = self.expr(t, depth - 1), self.expr(t, depth - 1)
+        self.lazy_arms -= 1
+        return Select(cond, *arms, lazy=True)
+
+    def acc_update(self) -> Atomic:
+        """An order-free atomic update of the accumulator at any index (ACC_COUNT: out of bounds)."""
+        assert self.acc is not None
+        slot = Op(_MOD, (self.expr(D.U32, 2), Lit.of(D.U32, ACC_COUNT + 1)))
+        return Atomic(self.acc_op, self.acc.name, slot, (self.expr(self.acc.dtype, 2),))
 
     def scoped(self, depth: int, count: int, output: BufferDecl, extra: dict[str, D] | None = None) -> list[Node]:
         self.scopes.append(dict(extra or {}))
@@ -213,10 +236,7 @@ class _Gen:
             elif k < 0.74:
                 out.append(Region("fuzz", tuple(self.statements(depth - 1, r.randint(1, 2), output))))
             elif k < 0.84 and self.acc is not None:
-                t = self.acc.dtype
-                slot = Op(_MOD, (self.expr(D.U32, 2), Lit.of(D.U32, ACC_COUNT + 1)))  # ACC_COUNT: out of bounds
-                atomic = Atomic(self.acc_op, self.acc.name, slot, (self.expr(t, 2),))
-                out.append(Let(self.fresh(), atomic))  # the old value depends on the order: never read
+                out.append(Let(self.fresh(), self.acc_update()))  # the old value depends on the order: never read
             else:
                 far = r.random() < 0.15  # far out of bounds: a no-op by the semantics
                 index: Expr = Op("primitive.math.add", (Var("i"), Lit.of(D.U32, 1 << 30))) if far else Var("i")

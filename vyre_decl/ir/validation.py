@@ -13,7 +13,7 @@ V013 atomic op/type misuse        V014 barrier in divergent flow  V015 nesting t
 V016 expression too deep          V017 too many statements        V018 unbound variable
 V019 bad buffer declaration       V020 bad identifier             V021 bad type args/attrs
 V022 condition is not bool        V023 index is not u32           V024 bad loop bounds
-V025 too many buffers (kernel parameters)
+V025 too many buffers (kernel parameters)  V026 an atomic in an arm of a lazy branch
 """
 
 from __future__ import annotations
@@ -149,6 +149,8 @@ def infer_type(
         if cond is not DataType.BOOL:
             raise ExprFault("V022", f"select condition must be bool, got {cond}", "compare it, e.g. `x != 0u32`", f"{path}.cond")
         a, b = ty(e.if_true, "if_true"), ty(e.if_false, "if_false")
+        if e.lazy:
+            _no_effects(e, path)
         if a is not b:
             raise ExprFault("V007", f"select arms differ: {a} vs {b}", f"cast one arm: `... as {a}`", path)
         return a
@@ -193,6 +195,16 @@ def infer_type(
             raise ExprFault("V013" if err.code == "V007" else err.code, err.message, err.fix, path) from None
         return decl.dtype
     raise ExprFault("V020", f"not an expression node: {type(e).__name__}", "build expressions from vyre_decl.ir nodes", path)
+
+
+def _no_effects(e: Select, path: str) -> None:
+    """A lazy branch runs only its chosen arm, so an effect in an arm would run on some backends and
+    not on others: an arm is pure (docs/semantics.md, "branch")."""
+    for where, arm in (("if_true", e.if_true), ("if_false", e.if_false)):
+        if any(isinstance(x, Atomic) for x in subexprs(arm)):
+            raise ExprFault("V026", "an atomic in an arm of a lazy branch() runs only where that arm is chosen",
+                            "update memory in an if statement (`if c { let old = atomic ... }`), or use "
+                            "select(c, a, b) if it is meant to run whichever arm is chosen", f"{path}.{where}")
 
 
 def _check_attrs(e: Op, attr_sigs: tuple, path: str) -> None:
