@@ -46,6 +46,10 @@ __all__ = [
     "ATTR",
     "function",
     "CU_STREAM_NON_BLOCKING",
+    "CU_STREAM_LEGACY",
+    "CU_STREAM_PER_THREAD",
+    "CUDA_ERROR_INVALID_CONTEXT",
+    "pack_params",
     "CU_EVENT_DISABLE_TIMING",
     "CU_STREAM_CAPTURE_MODE_THREAD_LOCAL",
     "CUDA_ERROR_NOT_READY",
@@ -103,6 +107,7 @@ _PROTOTYPES: Final[dict[str, tuple[Any, ...]]] = {
     "cuEventCreate": (POINTER(_h), c_uint),
     "cuEventDestroy_v2": (_h,),
     "cuEventRecord": (_h, _h),
+    "cuStreamWaitEvent": (_h, _h, c_uint),
     "cuEventSynchronize": (_h,),
     "cuEventQuery": (_h,),
     "cuEventElapsedTime": (POINTER(c_float), _h, _h),
@@ -146,6 +151,9 @@ ATTR: Final = {
 STICKY_ERRORS: Final = frozenset({700, 702, 710, 714, 715, 716, 717, 718, 719, 999})
 # flags and codes of the driver API (cuda.h)
 CU_STREAM_NON_BLOCKING: Final = 1
+CU_STREAM_LEGACY: Final = 1  # the handle of the legacy default stream (CUDA's "stream 0")
+CU_STREAM_PER_THREAD: Final = 2  # the handle of the calling thread's per-thread default stream
+CUDA_ERROR_INVALID_CONTEXT: Final = 201
 CU_EVENT_DISABLE_TIMING: Final = 2
 CU_STREAM_CAPTURE_MODE_THREAD_LOCAL: Final = 1
 CUDA_ERROR_NOT_READY: Final = 600
@@ -332,6 +340,15 @@ def load_module(image: bytes) -> tuple[c_void_p, str]:
     return module, info.value.decode(errors="replace")
 
 
+def pack_params(values: list[Any]) -> Any:
+    """The ``kernelParams`` array of ``cuLaunchKernel``: a pointer to each ctypes value. The array
+    holds the values (``_values``), so they live as long as anything holding the array: an
+    argument tuple kept without its launcher cannot point at freed memory."""
+    params = (c_void_p * max(1, len(values)))(*[ctypes.cast(byref(v), c_void_p) for v in values])
+    params._values = tuple(values)  # type: ignore[attr-defined]
+    return params
+
+
 class Launcher:
     """One kernel launch with pre-built arguments: calling it costs one cuLaunchKernel.
 
@@ -345,7 +362,7 @@ class Launcher:
         self._launch = raw("cuLaunchKernel")
         self.function = function
         self.values = values
-        self.params = (c_void_p * max(1, len(values)))(*[ctypes.cast(byref(v), c_void_p) for v in values])
+        self.params = pack_params(values)
         self.grid = [c_uint(1), c_uint(1), c_uint(1)]
         self.block = [c_uint(b) for b in block]
         self.shared = c_uint(shared)

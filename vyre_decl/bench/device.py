@@ -188,12 +188,13 @@ class RawLaunch:
     call as the raw call written inline in a function, so the baseline is not made slower."""
 
     def __init__(self, function: Any, pointers: list[int], count: int, stream: c_void_p) -> None:
-        self._values = [c_uint64(p) for p in pointers] + [c_uint32(count) for _ in pointers]
-        self._params = (c_void_p * len(self._values))(*[ctypes.cast(byref(v), c_void_p) for v in self._values])
+        # the array holds its values: the closure below keeps them alive (6baef07 kept only the
+        # pointers, so a dropped RawLaunch left the launch reading freed memory)
+        params = cu.pack_params([c_uint64(p) for p in pointers] + [c_uint32(count) for _ in pointers])
         one, zero = ctypes.c_uint(1), ctypes.c_uint(0)
         launch = self.launch = cu.raw("cuLaunchKernel")
         args = self.args = (function, ctypes.c_uint(count // 64), one, one, ctypes.c_uint(64), one, one, zero,
-                            stream, self._params, None)
+                            stream, params, None)
 
         def call() -> None:
             if launch(*args):
