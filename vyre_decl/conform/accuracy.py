@@ -18,14 +18,14 @@ import numpy as np
 
 from ..ir.types import DataType
 from .units import Failure
-from .values import from_bits
+from .values import from_bits, opposite_zero
 
 if TYPE_CHECKING:
     from .isolation import Runner
     from ..registry.model import OpDef
     from .units import Unit, UnitResult
 
-__all__ = ["Function", "functions", "function_for", "oracle", "ulp_error", "round_to", "same", "sample_inputs",
+__all__ = ["Function", "functions", "function_for", "oracle", "exact_zero", "ulp_error", "round_to", "same", "sample_inputs",
            "measure", "measure_accuracy", "kat_inputs",
            "near_f32_midpoint", "render_table"]
 
@@ -91,9 +91,10 @@ def function_for(op_id: str) -> Function | None:
     return functions().get(op_id.rsplit(".", 1)[1])
 
 
-def ulp_error(t: DataType, got: np.ndarray, want: np.ndarray) -> np.ndarray:
+def ulp_error(t: DataType, got: np.ndarray, want: np.ndarray, unsigned: np.ndarray | None = None) -> np.ndarray:
     """Distance in representable values between got and want, as floats (0 where both are NaN;
-    infinite where only one is)."""
+    infinite where only one is, and where a zero has the wrong sign: ``values.opposite_zero``,
+    except where ``unsigned`` marks a true value that is an exact zero, which has no sign)."""
     sint = np.int32 if t is DataType.F32 else np.int64
     mask = (1 << (t.bits - 1)) - 1
 
@@ -108,7 +109,8 @@ def ulp_error(t: DataType, got: np.ndarray, want: np.ndarray) -> np.ndarray:
     diff = np.where(same_side, near, far)
     g_nan, w_nan = np.isnan(got), np.isnan(want)
     diff = np.where(g_nan & w_nan, 0.0, diff)
-    return np.where(g_nan != w_nan, np.inf, diff)
+    wrong_sign = opposite_zero(got, want) & (True if unsigned is None else ~np.asarray(unsigned, bool))
+    return np.where((g_nan != w_nan) | wrong_sign, np.inf, diff)
 
 
 def round_to(t: DataType, value: Any) -> float:
@@ -135,19 +137,34 @@ def round_to(t: DataType, value: Any) -> float:
     return sign * (math.inf if out >= Fraction(2) ** emax else float(out))
 
 
+def _true_value(fn: Function, args: tuple[float, ...]) -> Any:
+    """fn's real value at finite, non-zero ``args`` from mpmath, or None (a zero or non-finite
+    operand, a pole, a complex result)."""
+    if not all(math.isfinite(a) and a != 0 for a in args):
+        return None
+    mp = _mp()
+    try:
+        r = fn.mp(*(mp.mpf(a) for a in args))
+    except (ValueError, ZeroDivisionError, OverflowError):
+        return None
+    return mp.re(r) if mp.im(r) == 0 else None
+
+
 def oracle(fn: Function, t: DataType, args: tuple[float, ...]) -> float:
     """The correctly rounded true value; IEEE's special values (numpy's) where mpmath has none:
     for operands that are zeros (mpmath has no -0), infinities or NaNs, and at poles."""
-    if all(math.isfinite(a) and a != 0 for a in args):
-        mp = _mp()
-        try:
-            r = fn.mp(*(mp.mpf(a) for a in args))
-        except (ValueError, ZeroDivisionError, OverflowError):
-            r = None
-        if r is not None and mp.im(r) == 0:
-            return round_to(t, mp.re(r))
+    r = _true_value(fn, args)
+    if r is not None:
+        return round_to(t, r)
     with np.errstate(all="ignore"):
         return float(np.asarray(fn.np64(*(np.float64(a) for a in args))).astype(t.numpy_dtype))
+
+
+def exact_zero(fn: Function, args: tuple[float, ...]) -> bool:
+    """Whether the true value at finite, non-zero ``args`` is exactly 0 (box_muller(0.5, 0.25)):
+    a zero of either sign meets it. An underflow to zero keeps the sign of the value."""
+    r = _true_value(fn, args)
+    return r is not None and r == 0
 
 
 def same(a: float, b: float) -> bool:
@@ -208,11 +225,13 @@ def measure(evaluate: Callable[[list[np.ndarray]], np.ndarray], fn: Function, t:
     cols, method = sample_inputs(fn, t, n, rng, extra)
     with np.errstate(all="ignore"):
         got = np.asarray(evaluate(cols), t.numpy_dtype)
-    want = np.array([oracle(fn, t, tuple(float(c[i]) for c in cols)) for i in range(len(got))], t.numpy_dtype)
-    err = ulp_error(t, got, want)
+    rows = [tuple(float(c[i]) for c in cols) for i in range(len(got))]
+    want = np.array([oracle(fn, t, r) for r in rows], t.numpy_dtype)
+    err = ulp_error(t, got, want, np.array([w == 0 and exact_zero(fn, r) for w, r in zip(want, rows)], bool))
     worst = int(np.argmax(err))
     max_ulp = float(err[worst])
-    return {"max_ulp": int(max_ulp) if math.isfinite(max_ulp) else "wrong special value",
+    wrong = "wrong sign of zero" if opposite_zero(got[worst], want[worst]) else "wrong special value"
+    return {"max_ulp": int(max_ulp) if math.isfinite(max_ulp) else wrong,
             "at": ", ".join(repr(float(c[worst])) for c in cols), "got": repr(float(got[worst])),
             "true": repr(float(want[worst])), "samples": len(got), "method": method + "; oracle mpmath at 200 bits"}
 

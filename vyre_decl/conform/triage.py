@@ -21,7 +21,7 @@ from .isolation import CaseError
 from .laws import LawResult, check_law, check_laws
 from .oneop import one_op_program
 from .units import Failure, UnitResult, types_key
-from .values import from_bits, mismatches
+from .values import from_bits, mismatches, zero_sign_note
 from .witnesses import random_bits, witnesses
 
 __all__ = ["check_kats", "check_op_laws", "reference_laws"]
@@ -78,7 +78,8 @@ def check_kats(ck: Checker, res: UnitResult, op: OpDef, binding: Binding, law_br
             shown = ", ".join(f"{nm}={v['dec']}" for nm, v in details["inputs"].items())
             res.failures.append(Failure(
                 kind, f"registry error: known answer {op.id}({shown}) = {details['known_answer']['dec']} but the "
-                f"reference gives {details['reference']['dec']} ({why}: the {'reference' if kind == 'reference' else 'KAT'} "
+                f"reference gives {details['reference']['dec']}{zero_sign_note(want[j], ref[j])} ({why}: the "
+                f"{'reference' if kind == 'reference' else 'KAT'} "
                 f"is probably wrong)", details, capsule(j, "known answer")))
         for j in sorted(backend_bad - ref_bad)[:_MAX_REPORTED]:
             details = {"op": op.id, "types": types_key(binding), "inputs": inputs_shown(op, types, args, j),

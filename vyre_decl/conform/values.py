@@ -1,5 +1,6 @@
 """Value helpers for conformance: arrays from bit patterns, bit patterns from arrays, comparison
-(bit-exact for integers and bools; within a ULP budget for floats, all NaNs equal)."""
+(bit-exact for integers and bools; within a ULP budget for floats, all NaNs equal, and the sign of
+a zero always checked: no budget covers it)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import numpy as np
 
 from ..ir.types import DataType
 
-__all__ = ["from_bits", "to_bits", "mismatches", "ulp_distance", "buffer_mismatches"]
+__all__ = ["from_bits", "to_bits", "mismatches", "ulp_distance", "opposite_zero", "zero_sign_note",
+           "buffer_mismatches"]
 
 _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
@@ -29,7 +31,8 @@ def to_bits(dtype: DataType, values: np.ndarray) -> np.ndarray:
 
 
 def ulp_distance(dtype: DataType, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Units in the last place between two float arrays (ordered bit distance; ±0 are 0 apart)."""
+    """Units in the last place between two float arrays (ordered bit distance; ±0 are 0 apart, so
+    a comparison within a budget checks the sign of zero apart: ``opposite_zero``)."""
     width = dtype.numpy_dtype.itemsize * 8
     sint = np.dtype(f"i{width // 8}")
 
@@ -40,9 +43,25 @@ def ulp_distance(dtype: DataType, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.abs(ordered(a) - ordered(b))
 
 
+def opposite_zero(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Where one of two float arrays holds a zero and the other a number of the other sign
+    (-0.0 for +0.0, or +0.0 for a negative number): a wrong sign, however few ULP apart."""
+    a, b = np.asarray(a), np.asarray(b)
+    numbers = ~(np.isnan(a) | np.isnan(b))
+    return numbers & ((a == 0) | (b == 0)) & (np.signbit(a) != np.signbit(b))
+
+
+def zero_sign_note(expected: object, actual: object) -> str:
+    """A clause for a report when two float values differ in the sign of a zero ("" otherwise)."""
+    if not bool(opposite_zero(np.asarray(expected), np.asarray(actual)).any()):
+        return ""
+    return " (the sign of zero differs: no ULP budget covers a wrong sign)"
+
+
 def mismatches(dtype: DataType, expected: np.ndarray, actual: np.ndarray, ulp: int = 0) -> np.ndarray:
     """Indices where ``actual`` differs from ``expected``: bits for integers/bools; for floats
-    any NaN matches any NaN, otherwise bits (ulp=0) or at most ``ulp`` units apart."""
+    any NaN matches any NaN, otherwise bits (ulp=0) or at most ``ulp`` units apart and of one sign
+    where either is a zero (``opposite_zero``)."""
     e, a = np.asarray(expected), np.asarray(actual)
     if not dtype.is_float:
         return np.flatnonzero(to_bits(dtype, e) != to_bits(dtype, a))
@@ -52,6 +71,7 @@ def mismatches(dtype: DataType, expected: np.ndarray, actual: np.ndarray, ulp: i
     else:
         differ = ulp_distance(dtype, e, a) > ulp
         differ |= np.isinf(e) != np.isinf(a)
+        differ |= opposite_zero(e, a)
     return np.flatnonzero(np.where(e_nan | a_nan, e_nan != a_nan, differ))
 
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..conform.laws import check_laws
 from ..conform.oneop import one_op_program
-from ..conform.values import from_bits, mismatches
+from ..conform.values import from_bits, mismatches, zero_sign_note
 from ..conform.witnesses import random_bits, witnesses
 from ..emit import assemble, emit, find_ptxas
 from ..emit.target import DEFAULT_TARGET
@@ -114,7 +114,8 @@ def _check_kat(registry: Registry, op: OpDef, kat: Any) -> list[Diagnostic]:
         shown = ", ".join(repr(decode(t, int(kat.cases[j][i]))) for i, t in enumerate(types))
         diags.append(Diagnostic("R030", f"[{_types(kat.binding)}] known answer {op.id}({shown}) = "
                                 f"{decode(out_t, kat.cases[j][-1])!r}, but the reference gives "
-                                f"{got[j]!r}", location(op.source, op.id, f"kat.{_types(kat.binding)}"),
+                                f"{got[j]!r}{zero_sign_note(want[j], got[j])}",
+                                location(op.source, op.id, f"kat.{_types(kat.binding)}"),
                                 "fix the known answer (or the reference if the answer is right)"))
     return diags
 
