@@ -11,6 +11,8 @@ The grammar, for one binding of the op's type variables (a type variable stands 
 Steps are separated by newlines or ``;``. A ``let`` inside a repetition lives for that round.
 Everything unrolls here, so the definition becomes straight-line steps with unique names
 (``x``, then ``x.1``, ``x.2``... for its later values): both backends evaluate the same list.
+Unrolling stops at ``MAX_UNROLLED_STEPS`` steps and at as many rounds of ``repeat`` (an empty
+round makes no step but still costs time): either limit raises ``UnrollLimitError``.
 """
 
 from __future__ import annotations
@@ -18,17 +20,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Mapping
 
+from .lexer import ParseError, fail
 from .nodes import Expr, Lit, Var
 from .parser import Parser
 from .types import DataType
 from .walk import substitute
 
-__all__ = ["parse_compose", "ComposeSteps", "MAX_UNROLLED_STEPS"]
+__all__ = ["parse_compose", "ComposeSteps", "MAX_UNROLLED_STEPS", "MAX_UNROLLED_ROUNDS", "UnrollLimitError"]
 
 ComposeSteps = tuple[tuple[tuple[str, Expr], ...], Expr]
 """A parsed compose definition: the named steps (name, value) in order, then the result."""
 
 MAX_UNROLLED_STEPS: Final = 8192
+MAX_UNROLLED_ROUNDS: Final = MAX_UNROLLED_STEPS  # rounds of every repeat, nested ones counted each time
+
+
+class UnrollLimitError(ParseError):
+    """P008: a compose definition that unrolls past ``MAX_UNROLLED_STEPS`` steps or
+    ``MAX_UNROLLED_ROUNDS`` rounds (the op loader reports it as R036)."""
 
 
 @dataclass
@@ -109,22 +118,20 @@ class _Unroller:
         self.parser, self.operands = parser, operands
         self.steps: list[tuple[str, Expr]] = []
         self.versions: dict[str, int] = {}
+        self.rounds = 0
 
     def fail(self, pos: int, message: str, fix: str) -> None:
-        from .lexer import fail
-
         fail(self.parser.src, self.parser.filename, pos, "P008", message, fix)
 
-    def run(self, items: list[object], env: dict[str, Expr]) -> None:
+    def too_far(self, pos: int, what: str) -> None:
+        fail(self.parser.src, self.parser.filename, pos, "P008", f"compose unrolls to more than {what}",
+             "repeat fewer times, or give the op a PTX template", UnrollLimitError)
+
+    def run(self, items: list[object], env: dict[str, Expr], fresh: list[str]) -> None:
+        """Unroll ``items`` into ``env`` (in place); the names they newly bind are added to ``fresh``."""
         for item in items:
             if isinstance(item, _Repeat):
-                for i in range(item.start, item.end):
-                    inner = dict(env)
-                    if item.var is not None:
-                        inner[item.var] = Lit(DataType.U32, i & 0xFFFFFFFF)
-                    self.run(item.body, inner)
-                    for name in env:  # reassignments inside the round carry over to the next
-                        env[name] = inner[name]
+                self.repeat(item, env)
                 continue
             assert isinstance(item, _Let)
             if item.name in self.operands:
@@ -139,9 +146,31 @@ class _Unroller:
             unique = item.name if version == 0 else f"{item.name}.{version}"
             self.steps.append((unique, substitute(item.value, env)))
             if len(self.steps) > MAX_UNROLLED_STEPS:
-                self.fail(item.pos, f"compose unrolls to more than {MAX_UNROLLED_STEPS} steps",
-                          "repeat fewer times, or give the op a PTX template")
+                self.too_far(item.pos, f"{MAX_UNROLLED_STEPS:,} steps")
+            if item.new:
+                fresh.append(item.name)
             env[item.name] = Var(unique)
+
+    def repeat(self, item: _Repeat, env: dict[str, Expr]) -> None:
+        """Each round binds the round constant, runs the body in ``env`` (so reassignments carry
+        over to the next round) and then unbinds what the round bound: a round costs its own
+        steps, never the size of ``env``."""
+        outer = env.get(item.var) if item.var is not None else None
+        for i in range(item.start, item.end):
+            self.rounds += 1
+            if self.rounds > MAX_UNROLLED_ROUNDS:
+                self.too_far(item.pos, f"{MAX_UNROLLED_ROUNDS:,} rounds of repeat")
+            if item.var is not None:
+                env[item.var] = Lit(DataType.U32, i & 0xFFFFFFFF)
+            fresh: list[str] = []
+            self.run(item.body, env, fresh)
+            for name in fresh:
+                del env[name]
+        if item.var is not None:  # the round constant is gone after the repeat
+            if outer is None:
+                env.pop(item.var, None)
+            else:
+                env[item.var] = outer
 
 
 def parse_compose(src: str, type_vars: Mapping[str, DataType], filename: str = "<compose>",
@@ -160,5 +189,5 @@ def parse_compose(src: str, type_vars: Mapping[str, DataType], filename: str = "
                      "the result expression comes last; name earlier values with let")
     unroller = _Unroller(parser, operands)
     env: dict[str, Expr] = {}
-    unroller.run(items, env)
+    unroller.run(items, env, [])
     return tuple(unroller.steps), substitute(result, env)

@@ -71,9 +71,10 @@ def tokenize(src: str, filename: str) -> list[Token]:
     return toks
 
 
-def fail(src: str, filename: str, pos: int, code: str, message: str, fix: str) -> NoReturn:
-    """Raise a ParseError pointing at ``pos`` in ``src``."""
+def fail(src: str, filename: str, pos: int, code: str, message: str, fix: str,
+         error: type[ParseError] = ParseError) -> NoReturn:
+    """Raise a ParseError (or the subclass ``error``) pointing at ``pos`` in ``src``."""
     line, col = _line_col(src, pos)
     text = src.splitlines()[line - 1] if src and line <= len(src.splitlines()) else ""
     context = f"{message}\n    {text}\n    {' ' * (col - 1)}^"
-    raise ParseError(Diagnostic(code, context, f"{filename}:{line}:{col}", fix))
+    raise error(Diagnostic(code, context, f"{filename}:{line}:{col}", fix))

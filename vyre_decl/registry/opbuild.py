@@ -17,7 +17,7 @@ from typing import Any, Final, Mapping
 
 from ..ir.diagnostics import Diagnostic, message_and_fix
 from ..ir.nodes import Atomic, BufLen, Expr, Id, Load
-from ..ir.compose import parse_compose
+from ..ir.compose import UnrollLimitError, parse_compose
 from ..ir.lexer import ParseError
 from ..ir.scalars import ScalarError, parse_value
 from ..ir.signature import AttrSig, Binding, OpSignature, Param
@@ -282,11 +282,14 @@ class _OpBuilder:
             src, fld = found[b]
             try:
                 steps, expr = parse_compose(src, dict(zip(self.type_vars, b)), location(self.path, self.id, fld), names)
-            except ParseError as exc:
+            except ParseError as exc:  # R036: it parses but unrolls too far; R009: it does not parse
                 d = exc.diagnostics[0]
                 where = f" for {self.describe(b)}" if b else ""
-                self.err("R009", fld, f"compose does not parse{where} at {d.location.rpartition(' ')[2]}: "
-                         f"{d.message}", d.fix)
+                at = d.location.rpartition(' ')[2]
+                if isinstance(exc, UnrollLimitError):
+                    self.err("R036", fld, f"at {at}{where}: {d.message}", d.fix)
+                else:
+                    self.err("R009", fld, f"compose does not parse{where} at {at}: {d.message}", d.fix)
                 return {}
             bad = next((_impure(e) for e in [v for _, v in steps] + [expr] if _impure(e)), None)
             if bad:
