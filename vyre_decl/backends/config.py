@@ -22,7 +22,8 @@ class DispatchConfig:
     times back to back on the same buffers (fixpoint iterations); ``label``: a name for the
     dispatch in its errors and, on CUDA, the NVTX range around it (Nsight Systems shows it); ``ulp_budget``: the largest error in ULP the caller
     accepts from an op: compiling a program that calls a less accurate op (for a float type it
-    uses) raises D014 on every backend; ``timeout``: seconds a dispatch may take. The reference
+    uses) raises D014 on every backend; ``timeout``: seconds a dispatch may take (None: the
+    backend's default bound, ``VYRE_DECL_TIMEOUT`` or ``timeout=`` of the backend, else none). The reference
     backend stops between workgroups and statements; CUDA stops waiting and raises D013 while the
     kernel keeps running (the backend stays usable).
     """
@@ -36,3 +37,4 @@ class DispatchConfig:
 
 
 DEFAULT_CONFIG = DispatchConfig()
+TIMEOUT_ENV = "VYRE_DECL_TIMEOUT"  # every backend's default bound, in seconds, of a wait for its work

@@ -24,7 +24,7 @@ from ..ir.types import DataType
 from ..ir.walk import body_exprs
 from .config import DispatchConfig
 
-__all__ = ["Launch", "CallPlan", "check_config", "labelled", "check_workgroup", "prepare", "infer_grid", "grid_basis", "host_output", "as_storage", "MAX_ELEMENTS",
+__all__ = ["Launch", "CallPlan", "check_config", "check_timeout", "labelled", "check_workgroup", "prepare", "infer_grid", "grid_basis", "host_output", "as_storage", "MAX_ELEMENTS",
            "xyz", "check_ulp_budget", "check_capabilities", "check_out", "deliver"]
 
 MAX_ELEMENTS: Final = 2**32 - 1
@@ -265,13 +265,17 @@ def check_config(config: DispatchConfig) -> None:
     if not isinstance(config.repeat, int) or config.repeat < 1:
         raise _fail("D008", f"repeat must be at least 1, got {config.repeat!r}", "DispatchConfig.repeat",
                     "use repeat=1 or more")
-    t = config.timeout
-    if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < float("inf")):
-        raise _fail("D008", f"timeout must be a positive number of seconds, got {t!r}", "DispatchConfig.timeout",
-                    "use timeout=None (wait as long as it takes) or a number of seconds such as 5.0")
+    check_timeout(config.timeout, "DispatchConfig.timeout")
     if not isinstance(config.label, str):
         raise _fail("D008", f"label must be a string, got {config.label!r}", "DispatchConfig.label",
                     "use a short name such as label=\"step 3\"")
+
+
+def check_timeout(t: object, where: str) -> None:
+    """A bound on a wait: None (the default) or a positive, finite number of seconds (D008)."""
+    if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < float("inf")):
+        raise _fail("D008", f"timeout must be a positive number of seconds, got {t!r}", where,
+                    "use timeout=None (the default bound) or a number of seconds such as 5.0")
 
 
 def labelled(error: VyreError, config: DispatchConfig) -> VyreError:

@@ -15,8 +15,9 @@ from ..ir.nodes import Program
 from ..ir.validation import check
 from ..reference.program import CompiledProgram, compile_program
 from ..registry import Registry, default_registry
-from .config import DEFAULT_CONFIG, DispatchConfig, Timing
-from .hostio import (CallPlan, check_capabilities, check_config, check_out, check_ulp_budget, check_workgroup, deliver, host_output, labelled,
+from ..settings import env_seconds
+from .config import DEFAULT_CONFIG, TIMEOUT_ENV, DispatchConfig, Timing
+from .hostio import (CallPlan, check_capabilities, check_config, check_out, check_timeout, check_ulp_budget, check_workgroup, deliver, host_output, labelled,
                      prepare, xyz)
 
 __all__ = ["ReferenceBackend", "ReferencePipeline"]
@@ -27,8 +28,8 @@ _CACHE_SIZE = 256
 class ReferencePipeline:
     """A validated, compiled program; ``dispatch`` runs it on new inputs."""
 
-    def __init__(self, compiled: CompiledProgram, config: DispatchConfig) -> None:
-        self.compiled = compiled
+    def __init__(self, compiled: CompiledProgram, config: DispatchConfig, timeout: float | None = None) -> None:
+        self.compiled, self.timeout = compiled, timeout  # the backend's default bound
         self.program = compiled.program
         self.config = config
         self.plan = CallPlan(self.program)  # the calling convention, shared with the CUDA backend
@@ -43,7 +44,8 @@ class ReferencePipeline:
             check_workgroup(self.program, cfg)
             launch = prepare(self.program, inputs, cfg, self.plan)
             into = check_out(self.program, launch.counts, out) if out is not None else None
-            self.compiled.run(launch.memory, launch.counts, launch.grid, cfg.repeat, cfg.timeout)
+            timeout = self.timeout if cfg.timeout is None else cfg.timeout
+            self.compiled.run(launch.memory, launch.counts, launch.grid, cfg.repeat, timeout)
         except VyreError as exc:
             raise labelled(exc, cfg) from None
         if into is None:
@@ -57,7 +59,11 @@ class ReferenceBackend:
     name = "reference"
     capabilities = frozenset({"f64", "i64", "atomics", "workgroup_memory", "workgroup_atomics", "exact_f32"})
 
-    def __init__(self, registry: Registry | None = None) -> None:
+    def __init__(self, registry: Registry | None = None, timeout: float | None = None) -> None:
+        """``timeout``: the default bound, in seconds, of a dispatch that names none (default:
+        VYRE_DECL_TIMEOUT, else none); past it D013."""
+        check_timeout(timeout, "ReferenceBackend(timeout=...)")
+        self.timeout = env_seconds(TIMEOUT_ENV) if timeout is None else timeout
         self._registry = registry
         self._cache: OrderedDict[tuple[str, str], CompiledProgram] = OrderedDict()
         self._lock = threading.Lock()
@@ -87,7 +93,7 @@ class ReferenceBackend:
                 self._cache[key] = compiled
                 while len(self._cache) > _CACHE_SIZE:
                     self._cache.popitem(last=False)
-        return ReferencePipeline(compiled, cfg)
+        return ReferencePipeline(compiled, cfg, self.timeout)
 
     def dispatch(
         self,

@@ -17,9 +17,9 @@ from ...ir.diagnostics import VyreError
 from ...ir.nodes import Program
 from ...ir.types import DataType
 from ...registry import Registry, default_registry
-from ...settings import env_int
-from ..config import DEFAULT_CONFIG, DispatchConfig, Timing
-from ..hostio import check_capabilities, check_config, check_ulp_budget, xyz
+from ...settings import env_int, env_seconds
+from ..config import DEFAULT_CONFIG, TIMEOUT_ENV, DispatchConfig, Timing
+from ..hostio import check_capabilities, check_config, check_timeout, check_ulp_budget, xyz
 from . import interop
 from .device import Device, DeviceInfo
 from .graphs import DispatchSequence
@@ -47,18 +47,22 @@ class CudaBackend:
 
     def __init__(self, device: int | None = None, registry: Registry | None = None,
                  pool_limit_mb: int | None = None, kernel_cache: int | None = None,
-                 pinned_limit_mb: int | None = None) -> None:
+                 pinned_limit_mb: int | None = None, timeout: float | None = None) -> None:
         """A backend on GPU ``device`` (default: VYRE_DECL_CUDA_DEVICE, else 0). ``pool_limit_mb``
         caps the device memory kept pooled for reuse (default: VYRE_DECL_POOL_MB, else 1024);
         ``pinned_limit_mb`` the page-locked staging kept between transfers (VYRE_DECL_PINNED_MB,
         else 256: a larger transfer gets a staging area released after it);
         ``kernel_cache`` caps the PTX texts, loaded modules and pipelines kept in memory, each
-        (default: VYRE_DECL_KERNEL_CACHE, else 256; least recently used go first)."""
+        (default: VYRE_DECL_KERNEL_CACHE, else 256; least recently used go first);
+        ``timeout`` bounds, in seconds, every wait for queued GPU work (dispatch, synchronize,
+        downloads, ``result()``, ``replay_and_read``) that names no bound of its own (default:
+        VYRE_DECL_TIMEOUT, else none); past it D013, and the backend stays usable."""
+        check_timeout(timeout, "CudaBackend(timeout=...)")
         self._registry = registry
         pool_mb = env_int("VYRE_DECL_POOL_MB", 1024) if pool_limit_mb is None else max(pool_limit_mb, 0)
         pinned_mb = env_int("VYRE_DECL_PINNED_MB", 256) if pinned_limit_mb is None else max(pinned_limit_mb, 0)
         self._cache_limit = max(env_int("VYRE_DECL_KERNEL_CACHE", 256) if kernel_cache is None else kernel_cache, 1)
-        self._device = Device(device)
+        self._device = Device(device, env_seconds(TIMEOUT_ENV) if timeout is None else timeout)
         self.device: DeviceInfo = self._device.info
         self._memory = Memory(self._device, pool_mb << 20, pinned_mb << 20)
         self._kernels = KernelCache(self._device, lambda: self.registry, self._cache_limit)
@@ -102,9 +106,27 @@ class CudaBackend:
     def counters(self) -> dict[str, int]:
         return self._device.counters
 
-    def synchronize(self) -> None:
-        """Wait for all queued GPU work of this backend."""
-        self._device.synchronize()
+    @property
+    def timeout(self) -> float | None:
+        """The default bound, in seconds, of a wait for queued work (None: none)."""
+        return self._device.timeout
+
+    def synchronize(self, timeout: float | None = None) -> None:
+        """Wait for all queued GPU work of this backend: at most ``timeout`` seconds (default: the
+        backend's bound), then D013 (the work keeps running; the backend stays usable)."""
+        check_timeout(timeout, "synchronize(timeout=...)")
+        self._device.finish("the queued work", timeout)
+
+    def order_after(self, stream: Any) -> None:
+        """The work this backend queues from now on waits, on the GPU, for the work queued on
+        ``stream`` so far (a CUstream handle, torch.cuda.Stream or cupy.cuda.Stream of this GPU;
+        1: the legacy default stream, 2: the per-thread one). The host does not wait."""
+        self._device.order_after(interop.stream_handle(stream, "order_after"))
+
+    def order_before(self, stream: Any) -> None:
+        """The work queued on ``stream`` from now on waits, on the GPU, for the work this backend
+        queued so far (e.g. before torch reads a buffer our kernels wrote through ``wrap``)."""
+        self._device.order_before(interop.stream_handle(stream, "order_before"))
 
     def telemetry(self) -> dict[str, int]:
         """Counters since the backend was created."""
@@ -216,11 +238,13 @@ class CudaBackend:
         """The contents of each resident buffer, copied with one synchronisation."""
         return self._memory.download_many(buffers)
 
-    def wrap(self, obj: Any) -> DeviceBuffer:
+    def wrap(self, obj: Any, stream: Any = None) -> DeviceBuffer:
         """A resident buffer viewing foreign device memory that exposes ``__cuda_array_interface__``
-        (CuPy, PyTorch, Numba, ...): no copy. ``obj`` is kept alive by the buffer; its stream is
-        waited for, so work queued on it before the call is visible to our kernels."""
-        return interop.wrap(self._memory, obj)
+        (CuPy, PyTorch, Numba, ...): no copy. ``obj`` is kept alive by the buffer. The work queued
+        on the producer's stream before the call is ordered before ours on the GPU: ``stream``
+        (when the producer queued on another stream than it says), else the interface's own,
+        else (no stream in the interface, as PyTorch's) the default streams."""
+        return interop.wrap(self._memory, obj, stream)
 
     def from_dlpack(self, obj: Any) -> DeviceBuffer:
         """A resident buffer viewing a CUDA tensor of this GPU through DLPack (PyTorch, CuPy,
@@ -244,10 +268,11 @@ class CudaBackend:
 def _close_rooms(device: Device, memory: Memory, kernels: KernelCache, pipelines: dict[tuple[str, str], CudaPipeline]) -> None:
     if device.closed:
         return
-    for pipeline in list(pipelines.values()):
-        pipeline.close()
-    pipelines.clear()
-    memory.close()
-    kernels.close()
-    device.close()
+    with device.visiting():  # every driver call in this device's context, whichever was current
+        for pipeline in list(pipelines.values()):
+            pipeline.close()
+        pipelines.clear()
+        memory.close()
+        kernels.close()
+        device.close()
 

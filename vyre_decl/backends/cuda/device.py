@@ -16,9 +16,10 @@ import os
 import threading
 import time
 import weakref
+from contextlib import contextmanager
 from ctypes import byref, c_int, c_size_t, c_uint64, c_void_p
 from dataclasses import dataclass
-from typing import Any, Callable, NoReturn
+from typing import Any, Callable, Iterator, NoReturn
 
 from ... import libcuda as cu
 from ...diskcache import cache_dir
@@ -36,7 +37,16 @@ COUNTERS = ("launches", "graph_launches", "bytes_h2d", "bytes_d2h", "syncs", "pt
             "cubin_disk_hits", "module_hits", "jit_compiles", "jit_ms", "load_us", "allocations", "pool_hits",
             "pool_frees", "dispatches")
 TARGET_ENV = "VYRE_DECL_CUDA_TARGET"  # the newest PTX target to use (default: the device's own)
-_INVALID_CONTEXT = 201  # CUDA_ERROR_INVALID_CONTEXT: this thread has no current context yet
+
+
+class _ThreadContext(threading.local):
+    """The device whose context this thread made current last, for every device alike: a call
+    costs a driver call only when it differs (another device, or none yet in this thread)."""
+
+    device: Device | None = None
+
+
+_CURRENT = _ThreadContext()
 
 
 def prepare_environment() -> None:
@@ -121,10 +131,12 @@ class Device:
     """One GPU: its primary context, a non-blocking stream, a lock for the stream's state, and the
     poisoned flag. ``info`` describes it; ``counters`` are the backend's telemetry."""
 
-    def __init__(self, ordinal: int | None = None) -> None:
+    def __init__(self, ordinal: int | None = None, timeout: float | None = None) -> None:
+        """Device ``ordinal``; ``timeout``: the default bound, in seconds, of every wait for queued
+        work (None: as long as it takes)."""
         prepare_environment()
+        self.timeout = timeout
         self.lock = threading.RLock()
-        self._tls = threading.local()
         self.poisoned: cu.CudaError | None = None
         self.closed = False
         self._watchers: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -147,7 +159,7 @@ class Device:
         cu.call("cuDevicePrimaryCtxRetain", byref(ctx), self._handle)
         self._ctx = ctx
         cu.call("cuCtxSetCurrent", ctx)
-        self._tls.current = True
+        _CURRENT.device = self
         try:
             self.info = self._probe(ordinal)
         except BaseException:
@@ -158,6 +170,8 @@ class Device:
         self.stream = stream
         self._capture: c_void_p | None = None
         self._t0, self._t1 = self.new_event(timing=True), self.new_event(timing=True)
+        # re-recorded for each hand-over between streams: a wait takes the event's state when queued
+        self._handoff = self.new_event(timing=False)
         # the transfers of every dispatch: unprototyped pointers with argument objects made once
         # (filled in place under the lock), which costs less per call than ctypes conversions
         self._h2d, self._d2h = cu.raw("cuMemcpyHtoDAsync_v2"), cu.raw("cuMemcpyDtoHAsync_v2")
@@ -175,15 +189,42 @@ class Device:
         if self.closed:
             raise VyreError.one("C005", "this CUDA backend was closed", f"device {self.info.ordinal} ({self.info.name})",
                                 "create a new backend (CudaBackend(), or acquire('cuda') again)")
-        if not getattr(self._tls, "current", False):
-            cu.call("cuCtxSetCurrent", self._ctx)
-            self._tls.current = True
+        if _CURRENT.device is not self:
+            self.make_current()
         if self.poisoned is not None:
             e = self.poisoned
             raise CudaPoisoned(Diagnostic(
                 "C002", f"the CUDA context is unusable after {e.name} from {e.call}; no more GPU work can run in "
                 "this process", f"device {self.info.ordinal} ({self.info.name})",
                 "restart the process (run GPU work in a subprocess to survive faults)"))
+
+    def make_current(self) -> None:
+        """This device's context current on the calling thread (recorded for every device)."""
+        cu.call("cuCtxSetCurrent", self._ctx)
+        _CURRENT.device = self
+
+    @staticmethod
+    def forget_current() -> None:
+        """Code outside vyre_decl may have made another context current in this thread (a
+        foreign library's calls): the next call of any device sets its own again."""
+        _CURRENT.device = None
+
+    @contextmanager
+    def visiting(self) -> Iterator[None]:
+        """This device's context current for clean-up that may interrupt other code of this
+        thread (a finalizer run by the garbage collector, a close): the context that was current
+        before is current again afterwards."""
+        held = c_void_p()
+        cu.call("cuCtxGetCurrent", byref(held))
+        before, owner = held.value, _CURRENT.device
+        if before != self._ctx.value:
+            self.make_current()
+        try:
+            yield
+        finally:
+            if before != self._ctx.value:  # (a context released meanwhile cannot be restored)
+                ok = cu.function("cuCtxSetCurrent")(c_void_p(before)) == 0
+                _CURRENT.device = owner if ok and owner is not None and owner._ctx.value == before else None
 
     def fail(self, call: str, code: int) -> NoReturn:
         """Raise the driver error of ``call``; a sticky one poisons the device first."""
@@ -207,18 +248,20 @@ class Device:
                 return
             self.closed = True
             self.changed()
-            if self.poisoned is None:
-                try:
-                    cu.call("cuCtxSetCurrent", self._ctx)
-                    cu.call("cuStreamSynchronize", self.stream)
-                    for event in (self._t0, self._t1):
-                        cu.call("cuEventDestroy_v2", event)
-                    for stream in (self.stream, self._capture):
-                        if stream is not None:
-                            cu.call("cuStreamDestroy_v2", stream)
-                except cu.CudaError:  # a fault while closing: the context goes anyway
-                    pass
-            cu.call("cuDevicePrimaryCtxRelease_v2", self._handle)
+            with self.visiting():
+                if self.poisoned is None:
+                    try:
+                        cu.call("cuStreamSynchronize", self.stream)
+                        for event in (self._t0, self._t1, self._handoff):
+                            cu.call("cuEventDestroy_v2", event)
+                        for stream in (self.stream, self._capture):
+                            if stream is not None:
+                                cu.call("cuStreamDestroy_v2", stream)
+                    except cu.CudaError:  # a fault while closing: the context goes anyway
+                        pass
+                cu.call("cuDevicePrimaryCtxRelease_v2", self._handle)
+            if _CURRENT.device is self:
+                _CURRENT.device = None
 
     def watch(self, obj: Any) -> None:
         """Mark ``obj`` (anything with a ``stale`` attribute) stale on every ``changed()``."""
@@ -233,14 +276,20 @@ class Device:
                 obj.stale = True
 
     def relaunch(self, result: int, launch: Any, args: Any, call: str = "cuLaunchKernel") -> None:
-        """A launch failed: if only because this thread had no current context, fix that and
+        """A launch failed: if because this thread had another context current (or none: the
+        launch paths skip the per-thread record to stay one driver call), make ours current and
         launch again; otherwise raise (and poison on a sticky error)."""
-        if result == _INVALID_CONTEXT:
-            self._tls.current = False
+        if result not in cu.STICKY_ERRORS and not self.is_current():
+            self.make_current()
             self.alive()
             result = launch(*args)
         if result:
             self.fail(call, result)
+
+    def is_current(self) -> bool:
+        """Whether the driver has this device's context current on the calling thread."""
+        held = c_void_p()
+        return cu.function("cuCtxGetCurrent")(byref(held)) == 0 and held.value == self._ctx.value
 
     # --- limits
     def _probe(self, ordinal: int) -> DeviceInfo:
@@ -323,11 +372,28 @@ class Device:
             self.fail("cuStreamSynchronize", result)
         self.counters["syncs"] += 1
 
-    def wait(self, timeout: float, what: str) -> None:
-        """Wait for the queued work like ``synchronize``, but give up after ``timeout`` seconds
-        with D013 (the work keeps running: the stream stays busy, later work queues behind it)."""
-        event = self.new_event(timing=False)
-        self.record(event)
+    def finish(self, what: str, timeout: float | None = None, event: c_void_p | None = None) -> None:
+        """Wait for the queued work (up to ``event`` when given) for at most ``timeout`` seconds,
+        else the backend's default bound (``self.timeout``), else as long as it takes; past the
+        bound, D013 naming ``what``."""
+        bound = self.timeout if timeout is None else timeout
+        if bound is not None:
+            self.wait(bound, what, event)
+        elif event is None:
+            self.synchronize()
+        else:
+            result = cu.function("cuEventSynchronize")(event)
+            if result:
+                self.fail("cuEventSynchronize", result)
+            self.counters["syncs"] += 1
+
+    def wait(self, timeout: float, what: str, until: c_void_p | None = None) -> None:
+        """Wait for the queued work (up to event ``until``) like ``synchronize``, but give up
+        after ``timeout`` seconds with D013 (the work keeps running: the stream stays busy, later
+        work queues behind it)."""
+        event = until if until is not None else self.new_event(timing=False)
+        if until is None:
+            self.record(event)
         query = cu.function("cuEventQuery")
         deadline = time.monotonic() + timeout
         pause = 20e-6
@@ -348,7 +414,8 @@ class Device:
                 time.sleep(pause)
                 pause = min(pause * 2, 1e-3)
         finally:
-            cu.call("cuEventDestroy_v2", event)
+            if until is None:
+                cu.call("cuEventDestroy_v2", event)
 
     def capture_stream(self) -> c_void_p:
         """A private stream to capture graphs on (launches of other threads are not recorded)."""
@@ -357,6 +424,22 @@ class Device:
             cu.call("cuStreamCreate", byref(stream), cu.CU_STREAM_NON_BLOCKING)
             self._capture = stream
         return self._capture
+
+    # --- order with other streams (on the device: no host wait)
+    def order_after(self, stream: int) -> None:
+        """Our later work waits for the work queued on ``stream`` so far (a CUstream handle of this
+        context; CU_STREAM_LEGACY, CU_STREAM_PER_THREAD)."""
+        with self.lock:
+            self.alive()
+            self.checked("cuEventRecord", self._handoff, c_void_p(stream))
+            self.checked("cuStreamWaitEvent", self.stream, self._handoff, 0)
+
+    def order_before(self, stream: int) -> None:
+        """The work queued on ``stream`` from now on waits for the work queued on ours so far."""
+        with self.lock:
+            self.alive()
+            self.checked("cuEventRecord", self._handoff, self.stream)
+            self.checked("cuStreamWaitEvent", c_void_p(stream), self._handoff, 0)
 
     # --- events
     def new_event(self, timing: bool) -> c_void_p:
@@ -381,7 +464,7 @@ class Device:
             self.mark_start()
             work()
             self.mark_end()
-            self.synchronize()
+            self.finish("the timed work")
             return Timing(time.perf_counter() - t0, self.elapsed())
 
     def elapsed(self) -> float:

@@ -14,6 +14,7 @@ import numpy as np
 from ... import libcuda as cu
 from ...ir.diagnostics import VyreError
 from ..config import Timing
+from ..hostio import check_timeout
 from .device import Device
 from .launches import BoundLaunch
 from .memory import Memory
@@ -44,10 +45,12 @@ class DispatchSequence:
         for step in self.order:
             step()
 
-    def run_and_read(self, ranges: Sequence[Any]) -> list[np.ndarray]:
+    def run_and_read(self, ranges: Sequence[Any], timeout: float | None = None) -> list[np.ndarray]:
         """Queue every launch, then copy ``ranges`` back (each a buffer or ``(buffer, offset,
-        count)``), waiting once. The ranges are checked before anything runs."""
-        return self.memory.read_after(self.run, self.memory.ranges(ranges, "run_and_read"))
+        count)``), waiting once (at most ``timeout`` seconds; default: the backend's bound). The
+        ranges are checked before anything runs."""
+        check_timeout(timeout, "run_and_read(timeout=...)")
+        return self.memory.read_after(self.run, self.memory.ranges(ranges, "run_and_read"), timeout)
 
     def capture(self) -> CudaGraph:
         dev = self.device
@@ -130,10 +133,12 @@ class CudaGraph:
                 self.memory.own(buf, "captured graph")
         self.stale = False
 
-    def replay_and_read(self, ranges: Sequence[Any]) -> list[np.ndarray]:
+    def replay_and_read(self, ranges: Sequence[Any], timeout: float | None = None) -> list[np.ndarray]:
         """Replay, then copy ``ranges`` back (each a buffer or ``(buffer, offset, count)``),
-        waiting once. The ranges are checked before the replay."""
-        return self.memory.read_after(self.replay, self.memory.ranges(ranges, "replay_and_read"))
+        waiting once (at most ``timeout`` seconds; default: the backend's bound). The ranges are
+        checked before the replay."""
+        check_timeout(timeout, "replay_and_read(timeout=...)")
+        return self.memory.read_after(self.replay, self.memory.ranges(ranges, "replay_and_read"), timeout)
 
     def replay_timed(self) -> Timing:
         """Replay and wait; the GPU time of the whole graph comes from CUDA events."""
@@ -156,8 +161,9 @@ class CudaGraph:
 
 def _destroy(device: Device, graph: c_void_p, exec_: c_void_p) -> None:
     if not device.closed and device.poisoned is None:
-        cu.call("cuGraphExecDestroy", exec_)
-        cu.call("cuGraphDestroy", graph)
+        with device.visiting():  # maybe a finalizer, in the middle of another device's calls
+            cu.call("cuGraphExecDestroy", exec_)
+            cu.call("cuGraphDestroy", graph)
 
 
 def _closed_launch(*_: object) -> int:

@@ -13,6 +13,7 @@ from ... import libcuda as cu
 from ...ir.diagnostics import VyreError
 from ...emit.abi import VECTOR_LANES
 from ...ir.nodes import Access
+from ..hostio import check_timeout
 from .memory import DeviceBuffer, Pinned
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -136,13 +137,16 @@ class PendingDispatch:
             self.pipeline.device.fail("cuEventQuery", result)
         return True
 
-    def result(self) -> list[np.ndarray]:
-        """Wait for the dispatch and return its outputs (the arena and staging are released)."""
+    def result(self, timeout: float | None = None) -> list[np.ndarray]:
+        """Wait for the dispatch and return its outputs (the arena and staging are released).
+        ``timeout``: seconds to wait at most (default: the backend's bound); past it D013, and the
+        dispatch stays pending (``result()`` may be called again)."""
         if self._outputs is None:
             if not self._release.alive:
                 raise VyreError.one("C005", "this pending dispatch was closed before its result was read",
                                     f"program {self.pipeline.program.name!r}", "read result() before close()")
-            self._outputs = self._collect()
+            check_timeout(timeout, "result(timeout=...)")
+            self._outputs = self._collect(timeout)
         return self._outputs
 
     def close(self) -> None:
@@ -156,14 +160,11 @@ class PendingDispatch:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _collect(self) -> list[np.ndarray]:
+    def _collect(self, timeout: float | None) -> list[np.ndarray]:
         dev = self.pipeline.device
         with dev.lock:
             dev.alive()
-            result = cu.function("cuEventSynchronize")(self._event)
-            if result:
-                dev.fail("cuEventSynchronize", result)
-            dev.counters["syncs"] += 1
+            dev.finish(f"the dispatch of program {self.pipeline.program.name!r}", timeout, self._event)
             outputs = self.pipeline.collect(self.layout, self._staging)
             self._release()
         return outputs
@@ -175,8 +176,8 @@ def _release_dispatch(pipeline: CudaPipeline, arena: tuple[int, int], staging: P
     with dev.lock:
         if dev.closed or dev.poisoned is not None:
             return  # the context and everything in it is gone already
-        dev.alive()
-        cu.call("cuEventSynchronize", event)
-        pipeline.memory.give(*arena)
-        pipeline.memory.give_staging(staging)
-        cu.call("cuEventDestroy_v2", event)
+        with dev.visiting():  # maybe a finalizer, in the middle of another device's calls
+            cu.call("cuEventSynchronize", event)
+            pipeline.memory.give(*arena)
+            pipeline.memory.give_staging(staging)
+            cu.call("cuEventDestroy_v2", event)

@@ -100,11 +100,18 @@ class DeviceBuffer:
         return (KDL_CUDA, self.memory.device.info.ordinal)
 
     def __dlpack__(self, stream: Any = None, **_: Any) -> Any:
-        """A DLPack capsule viewing this buffer (PyTorch, CuPy, JAX: ``torch.from_dlpack(buf)``);
-        the work queued on it is finished first."""
+        """A DLPack capsule viewing this buffer (PyTorch, CuPy, JAX: ``torch.from_dlpack(buf)``).
+        The consumer's ``stream`` (the DLPack rule: None is the legacy default stream, -1 asks for
+        no ordering, 1 and 2 name the default streams) waits on the GPU for the work queued on
+        this backend so far."""
         if self.freed:
             raise VyreError.one("C004", "this device buffer was freed", repr(self), "allocate a new buffer")
-        self.memory.device.synchronize()
+        if stream != -1:
+            target = cu.CU_STREAM_LEGACY if stream is None else stream
+            if isinstance(target, bool) or not isinstance(target, int) or target < 0:
+                raise VyreError.one("D012", f"__dlpack__(stream={stream!r}) is not a CUDA stream handle", repr(self),
+                                    "pass the consumer's CUstream handle as an int (None: the legacy default stream)")
+            self.memory.device.order_before(target)
         return export_capsule(self, self.memory.device.info.ordinal)
 
 
@@ -160,6 +167,15 @@ class Memory:
             self._spare.append(staging)
         else:
             staging.close()
+
+    def _finish(self, what: str, timeout: float | None = None) -> None:
+        """Wait for the queued transfers through the staging area (lock held). Past the bound
+        (D013) they may still use it: a fresh one serves from now on."""
+        try:
+            self.device.finish(what, timeout)
+        except BaseException:
+            self.abandon_staging()
+            raise
 
     def done_with_staging(self) -> None:
         """A synchronous transfer is over: a staging area grown past the pinned limit is released
@@ -279,7 +295,7 @@ class Memory:
             self.staging.ensure(arr.nbytes)
             ctypes.memmove(self.staging.ptr, arr.ctypes.data, arr.nbytes)
             dev.copy_in(buf.ptr + offset * buf.dtype.size, self.staging.ptr, arr.nbytes)
-            dev.synchronize()  # the staging area is reused by the next transfer
+            self._finish("the upload")  # the staging area is reused by the next transfer
             self.done_with_staging()
 
     def upload_many(self, arrays: Any) -> list[DeviceBuffer]:
@@ -295,7 +311,7 @@ class Memory:
                 if a.nbytes:
                     ctypes.memmove(self.staging.ptr + off, a.ctypes.data, a.nbytes)
                     dev.copy_in(buf.ptr, self.staging.ptr + off, a.nbytes)
-            dev.synchronize()
+            self._finish("the upload")
             self.done_with_staging()
         return bufs
 
@@ -328,10 +344,10 @@ class Memory:
             out.append((buf, offset, count))
         return out
 
-    def read_after(self, work: Callable[[], None] | None,
-                   reads: list[tuple[DeviceBuffer, int, int]]) -> list[np.ndarray]:
-        """Queue ``work``, then the copies of ``reads`` (checked by ``ranges``), wait once and
-        return the ranges' contents."""
+    def read_after(self, work: Callable[[], None] | None, reads: list[tuple[DeviceBuffer, int, int]],
+                   timeout: float | None = None) -> list[np.ndarray]:
+        """Queue ``work``, then the copies of ``reads`` (checked by ``ranges``), wait once (at most
+        ``timeout`` seconds, default: the backend's bound) and return the ranges' contents."""
         offsets, total = _packed([count * buf.dtype.size for buf, _, count in reads])
         dev = self.device
         with dev.lock:
@@ -342,7 +358,7 @@ class Memory:
             for (buf, offset, count), off in zip(reads, offsets):
                 if count:
                     dev.copy_out(self.staging.ptr + off, buf.ptr + offset * buf.dtype.size, count * buf.dtype.size)
-            dev.synchronize()
+            self._finish("the read-back", timeout)
             out = [self.staging.view[off: off + count * buf.dtype.size].view(buf.dtype.storage_dtype).copy()
                    for (buf, _, count), off in zip(reads, offsets)]
             self.done_with_staging()
@@ -359,7 +375,7 @@ class Memory:
                 gone.detach()
             if buf.owned and dev.poisoned is None:
                 dev.alive()
-                dev.synchronize()  # queued work may still use it
+                dev.finish("the work queued before free()")  # it may still use the block
                 self.give(buf.ptr, buf.capacity)
 
     def close(self) -> None:

@@ -101,6 +101,7 @@ class CudaPipeline:
         self.plan = CallPlan(program)  # the calling convention, shared with the reference backend
         self._layouts: dict[tuple[int, ...], Layout] = {}
         self.resident_launches = 0  # counted here, not in the device's dict: it is the hot path
+        self._what = f"the dispatch of program {program.name!r}"  # named by a D013
         self.closed = False
 
     def close(self) -> None:
@@ -193,10 +194,7 @@ class CudaPipeline:
             base = self._lease.at_least(mem, layout.total)
             try:
                 self._enqueue(arrays, counts, grid, layout, base, mem.staging, cfg.repeat, timed, launcher)
-                if cfg.timeout is None:
-                    dev.synchronize()
-                else:
-                    dev.wait(cfg.timeout, f"the dispatch of program {self.program.name!r}")
+                dev.finish(self._what, cfg.timeout)
             except BaseException:
                 # a timeout, a Ctrl-C or a fault with work queued: that work may still use the arena
                 # and the staging area, so neither is handed out again (the backend stays usable)
@@ -346,6 +344,10 @@ class _Lease:
 
 
 def _release_pipeline(memory: Memory, lease: _Lease, release: Callable[[], None]) -> None:
-    with memory.device.lock:
+    dev = memory.device
+    if dev.closed:  # the backend's close gave everything back
+        release()
+        return
+    with dev.lock, dev.visiting():  # maybe a finalizer, in the middle of another device's calls
         lease.give_back(memory)
-    release()
+        release()
