@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from vyre_decl.cachedir import HEADER, MAGIC
+from vyre_decl.diskcache import DiskCache
 from vyre_decl.registry import files as files_mod
 from vyre_decl.registry import load, snapshot
 from vyre_decl.registry.loader import standard_ops_dir
@@ -87,13 +89,20 @@ class _Boom:
         return (os.system, ("touch planted-by-snapshot",))
 
 
+def _plant(snap: Path, payload: bytes) -> None:
+    """Store ``payload`` as the snapshot ``snap`` the way this cache does, with its secret key: what
+    only a process of this installation can write (the unpickler is the second line of defence)."""
+    DiskCache(snap.parent.parent.parent, "registry").put(snap.name, payload)
+
+
+def _payload(snap: Path) -> bytes:
+    return snap.read_bytes()[HEADER:]
+
+
 def test_a_planted_pickle_does_not_run(cache, tmp_path, monkeypatch, caplog):
     load(env=False)
     (snap,) = _snapshots(cache)
-    payload = pickle.dumps(_Boom())
-    import hashlib
-
-    snap.write_bytes(hashlib.sha256(snap.name.encode() + b"\0" + payload).digest() + payload)  # valid checksum, hostile pickle
+    _plant(snap, pickle.dumps(_Boom()))  # valid checksum, hostile pickle
     monkeypatch.chdir(tmp_path)
     reg = load(env=False)
     assert len(reg) == STANDARD_OPS and not (tmp_path / "planted-by-snapshot").exists()
@@ -146,8 +155,6 @@ def test_the_registry_and_its_key_come_from_one_read(cache, tmp_path, monkeypatc
 def test_a_dotted_global_cannot_walk_to_os_system(cache, tmp_path, monkeypatch, caplog):
     """Protocol 4 resolves dotted names attribute by attribute: vyre_decl.registry.loader + os.system
     would reach os.system through the module's `os` import. Only exact class names are allowed."""
-    import hashlib
-
     load(env=False)
     (snap,) = _snapshots(cache)
     out = b"\x80\x04"
@@ -155,7 +162,7 @@ def test_a_dotted_global_cannot_walk_to_os_system(cache, tmp_path, monkeypatch, 
         out += b"\x8c" + bytes([len(part)]) + part
     cmd = b"touch planted-by-snapshot"
     out += b"\x93\x8c" + bytes([len(cmd)]) + cmd + b"\x85R."
-    snap.write_bytes(hashlib.sha256(snap.name.encode() + b"\0" + out).digest() + out)
+    _plant(snap, out)
     monkeypatch.chdir(tmp_path)
     assert len(load(env=False)) == STANDARD_OPS and not (tmp_path / "planted-by-snapshot").exists()
     assert "vyre_decl.registry.loader.os.system is not allowed" in caplog.text
@@ -179,19 +186,37 @@ def test_eight_processes_filling_one_cache_at_once_all_get_the_registry(tmp_path
 
 
 def test_a_planted_op_entry_is_r034_when_first_used(cache):
-    import hashlib
-
     from vyre_decl.ir import VyreError
 
     load(env=False)
     (snap,) = _snapshots(cache)
-    data = snap.read_bytes()[32:]
-    dialects, diagnostics, sources, rejected, fingerprint, raw = pickle.loads(data)
+    dialects, diagnostics, sources, rejected, fingerprint, raw = pickle.loads(_payload(snap))
     raw["primitive.math.add"] = pickle.dumps(12345)  # allowed by the unpickler, but not an op
-    payload = pickle.dumps((dialects, diagnostics, sources, rejected, fingerprint, raw))
-    snap.write_bytes(hashlib.sha256(snap.name.encode() + b"\0" + payload).digest() + payload)
+    _plant(snap, pickle.dumps((dialects, diagnostics, sources, rejected, fingerprint, raw)))
     reg = load(env=False)
     assert reg.get("primitive.math.sub").id == "primitive.math.sub"  # the others are fine
     with pytest.raises(VyreError) as info:
         reg.get("primitive.math.add")
     assert info.value.codes == ["R034"] and "cache clear" in str(info.value)
+
+
+def test_a_planted_snapshot_whose_checksum_matches_is_rebuilt_never_trusted(cache, caplog):
+    """A real op, changed, in a snapshot whose checksum is right by the rules a stranger can follow
+    (the earlier format's SHA-256 of key and payload; the header with that SHA-256 instead of the
+    cache's keyed MAC): the loaded add is the real one, never the planted one."""
+    import hashlib
+
+    from vyre_decl.ir.record import replace
+
+    load(env=False)
+    (snap,) = _snapshots(cache)
+    original = snap.read_bytes()
+    dialects, diagnostics, sources, rejected, fingerprint, raw = pickle.loads(original[HEADER:])
+    raw["primitive.math.add"] = pickle.dumps(replace(pickle.loads(raw["primitive.math.add"]), summary="PLANTED"))
+    payload = pickle.dumps((dialects, diagnostics, sources, rejected, fingerprint, raw))
+    checksum = hashlib.sha256(snap.name.encode() + b"\0" + payload).digest()
+    for planted in (checksum + payload, MAGIC + checksum + payload):
+        snap.write_bytes(planted)
+        assert load(env=False).get("primitive.math.add").summary != "PLANTED"
+    assert "corrupt or foreign cache entry" in caplog.text  # the one with the header: ours in form, so replaced
+    assert snap.read_bytes() != planted and len(_snapshots(cache)) == 1

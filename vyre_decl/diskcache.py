@@ -1,40 +1,43 @@
-"""The on-disk cache (compiled kernels, registry snapshots): content-addressed, integrity-checked, atomically written.
+"""The on-disk cache (compiled kernels, registry snapshots): content-addressed, bound to this cache
+directory by its secret key, atomically written, and never touching a file it did not write.
 
-Entries live under ``cache_dir()/<kind>/<key[:2]>/<key>`` (``VYRE_DECL_CACHE_DIR``, else
-``$XDG_CACHE_HOME/vyre_decl``, else ``~/.cache/vyre_decl``). Each file is the SHA-256 of its key
-and payload followed by the payload; a write goes to a temporary file in the same directory and is
-published with ``os.replace``, so concurrent processes never see half an entry. An entry whose
-checksum does not match (truncated, damaged, or another key's entry put in its place) is logged,
-deleted and rebuilt by the caller; one of the earlier format (the checksum of the payload alone)
-is rebuilt without a warning.
+Entries live under ``cache_dir()/<kind>/<key[:2]>/<key>`` (``cachedir.py`` says which directory,
+when it is vyre_decl's, and what in it is). Each file is ``MAGIC`` (16 bytes), then a keyed
+BLAKE2b MAC of its kind, key and payload under the cache's secret key (32 bytes), then the payload.
+A file somebody else wrote therefore never passes: not even a snapshot planted with a checksum
+of the earlier format, which had no key. A write goes to a temporary file in the entry's folder
+and is published with ``os.replace``, so concurrent processes never see half an entry.
 
-The cache is bounded: when its files exceed ``max_bytes()`` (``VYRE_DECL_CACHE_MAX_MB``, default
-1024) the least recently used entries go, oldest first (a hit refreshes an entry's time).
-``python -m vyre_decl.cache info`` and ``clear`` show and empty it.
+Reading an entry: a file with vyre_decl's header whose MAC does not match (truncated, damaged,
+another key's entry, written by someone else) is logged, deleted and rebuilt by the caller; a file
+at an entry's path without that header (or bigger than ``MAX_ENTRY``, or not a regular file) is
+not vyre_decl's: it is logged, reported as a miss, never read past its header and never replaced.
+No read or write goes through a symbolically linked folder.
+
+The cache is bounded: when its entries exceed ``max_bytes()`` (``VYRE_DECL_CACHE_MAX_MB``, default
+1024) the least recently used go, oldest first (a hit refreshes an entry's time); this is checked
+on a process's first write and every 64th after it. ``python -m vyre_decl.cache info`` and
+``clear`` show and empty it.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import stat
 from pathlib import Path
 
+from .cachedir import (CACHE_ENV, FILE, HEADER, KINDS, MAGIC, MAX_ENTRY, TMP_PREFIX, cache_dir, claim, clear, evict,
+                       is_ours, open_entry_dir, usage, warn)
 from .settings import env_int
 
 __all__ = ["cache_dir", "DiskCache", "CACHE_ENV", "MAX_ENV", "max_bytes", "usage", "evict", "clear", "warn"]
 
-CACHE_ENV = "VYRE_DECL_CACHE_DIR"
 MAX_ENV = "VYRE_DECL_CACHE_MAX_MB"
 DEFAULT_MAX_MB = 1024
 _CHECK_EVERY = 64  # puts between two size checks of the whole cache
-
-
-def warn(logger: str, message: str, *args: object) -> None:
-    """A warning on the logger ``logger``; logging is imported only when there is something to
-    say (importing it costs a fresh process ~4 ms, and a healthy run never warns)."""
-    import logging
-
-    logging.getLogger(logger).warning(message, *args)
+_LOG = "vyre_decl.cache"
 
 
 def max_bytes() -> int:
@@ -42,81 +45,31 @@ def max_bytes() -> int:
     return env_int(MAX_ENV, DEFAULT_MAX_MB) << 20
 
 
-def _entries(root: Path) -> list[tuple[float, int, Path]]:
-    """(last use, bytes, path) of every entry under ``root``."""
-    found = []
-    for path in root.glob("*/*/*"):
-        if path.name.startswith(".tmp-"):
-            continue
-        try:
-            st = path.stat()
-        except OSError:
-            continue
-        found.append((st.st_mtime, st.st_size, path))
-    return found
+def _mac(secret: bytes, kind: str, key: str, payload: bytes) -> bytes:
+    """What follows ``MAGIC`` in an entry: binds the payload to its kind, its key and this cache."""
+    h = hashlib.blake2b(f"{kind}\0{key}\0".encode(), key=secret, digest_size=32)
+    h.update(payload)
+    return h.digest()
 
 
-def usage(root: Path | None = None) -> dict[str, tuple[int, int]]:
-    """Entries and bytes per kind under the cache directory."""
-    base = root or cache_dir()
-    out: dict[str, tuple[int, int]] = {}
-    for _, size, path in _entries(base):
-        kind = path.parent.parent.name
-        n, b = out.get(kind, (0, 0))
-        out[kind] = (n + 1, b + size)
-    return dict(sorted(out.items()))
-
-
-def evict(limit: int, root: Path | None = None) -> int:
-    """Delete the least recently used entries until the cache holds at most ``limit`` bytes;
-    returns how many went."""
-    entries = sorted(_entries(root or cache_dir()))
-    total = sum(size for _, size, _ in entries)
-    gone = 0
-    for _, size, path in entries:
-        if total <= limit:
+def _read(fd: int, size: int) -> bytes:
+    chunks, left = [], size
+    while left > 0:
+        chunk = os.read(fd, left)
+        if not chunk:
             break
-        try:
-            path.unlink()
-        except OSError:
-            continue
-        total -= size
-        gone += 1
-    return gone
-
-
-def clear(kind: str | None = None, root: Path | None = None) -> int:
-    """Delete every entry (of one kind); returns how many went."""
-    gone = 0
-    for _, _, path in _entries(root or cache_dir()):
-        if kind is None or path.parent.parent.name == kind:
-            try:
-                path.unlink()
-                gone += 1
-            except OSError:
-                pass
-    return gone
-
-
-def cache_dir() -> Path:
-    explicit = os.environ.get(CACHE_ENV)
-    if explicit:
-        return Path(explicit)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "vyre_decl"
-
-
-def _checksum(key: str, payload: bytes) -> bytes:
-    """What an entry's file starts with: it binds the payload to its key, so that a file copied or
-    renamed to another key's place reads as damaged, not as that key's entry."""
-    return hashlib.sha256(key.encode() + b"\0" + payload).digest()
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 class DiskCache:
-    """``get(key)`` / ``put(key, payload)`` for one kind of entry (e.g. ``cubin``)."""
+    """``get(key)`` / ``put(key, payload)`` for one kind of entry (one of ``KINDS``)."""
 
     def __init__(self, root: Path, kind: str) -> None:
-        self.base, self.root = root, root / kind
+        if kind not in KINDS:
+            raise ValueError(f"unknown cache kind {kind!r} (one of {', '.join(KINDS)})")
+        self.base, self.root, self.kind = root, root / kind, kind
         self.limit = max_bytes()  # read once: a bad setting fails here (B008), not mid-compile
         self.hits = self.misses = self.evictions = 0
         self._puts = 0
@@ -125,48 +78,107 @@ class DiskCache:
         return self.root / key[:2] / key
 
     def get(self, key: str) -> bytes | None:
-        path = self._path(key)
+        """The payload stored under ``key``, or None. B009 if the cache directory is not vyre_decl's."""
         try:
-            data = path.read_bytes()
-        except OSError:
+            secret = claim(self.base)
+            pfd = open_entry_dir(self.base, self.kind, key[:2], create=False)
+        except OSError:  # no cache yet, or one that cannot be used: a miss
             self.misses += 1
             return None
-        digest, payload = data[:32], data[32:]
-        if _checksum(key, payload) != digest:
-            if hashlib.sha256(payload).digest() != digest:  # not merely an entry of the earlier format
-                warn("vyre_decl.cache", "vyre_decl: corrupt or foreign cache entry %s (checksum mismatch); "
-                     "rebuilding it", path)
-            try:
-                path.unlink()
-            except OSError:
-                pass
-            self.misses += 1
-            return None
-        self.hits += 1
         try:
-            os.utime(path)  # recently used: evicted last
-        except OSError:
-            pass
+            payload = self._read_entry(pfd, key, secret)
+        finally:
+            os.close(pfd)
+        if payload is None:
+            self.misses += 1
+        else:
+            self.hits += 1
         return payload
 
-    def put(self, key: str, payload: bytes) -> None:
-        path = self._path(key)
-        tmp = None
-        import tempfile
-
+    def _read_entry(self, pfd: int, key: str, secret: bytes) -> bytes | None:
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(_checksum(key, payload) + payload)
-            os.replace(tmp, path)
+            fd = os.open(key, FILE, dir_fd=pfd)
+        except OSError as exc:  # missing, unreadable, or a symbolic link at the entry's path
+            if exc.errno == errno.ELOOP:
+                self._foreign(key)
+            return None
+        try:
+            st = os.fstat(fd)
+            head = _read(fd, HEADER) if stat.S_ISREG(st.st_mode) and st.st_size <= MAX_ENTRY + HEADER else b""
+            if head[:len(MAGIC)] != MAGIC:
+                self._foreign(key)
+                return None
+            payload = _read(fd, st.st_size - HEADER)
+            if _mac(secret, self.kind, key, payload) != head[len(MAGIC):]:
+                warn(_LOG, "vyre_decl: corrupt or foreign cache entry %s (checksum mismatch); rebuilding it",
+                     self._path(key))
+                os.unlink(key, dir_fd=pfd)
+                return None
+            os.utime(fd)  # recently used: evicted last
+            return payload
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+
+    def _foreign(self, key: str) -> None:
+        warn(_LOG, "vyre_decl: %s is not a vyre_decl cache entry (it has no vyre_decl header); it is left alone and "
+             "this entry is not cached", self._path(key))
+
+    def put(self, key: str, payload: bytes) -> None:
+        """Store ``payload`` under ``key``; a cache that cannot be written is logged, never an error
+        (but B009 if the cache directory is not vyre_decl's)."""
+        if len(payload) > MAX_ENTRY:
+            warn(_LOG, "vyre_decl: not caching %s: %d bytes is more than an entry may hold", self._path(key), len(payload))
+            return
+        try:
+            secret = claim(self.base)
+            pfd = open_entry_dir(self.base, self.kind, key[:2], create=True)
+        except OSError as exc:  # a read-only or full cache, or a symbolic link in it, must not break dispatch
+            warn(_LOG, "vyre_decl: cannot write cache entry %s: %s", self._path(key), exc)
+            return
+        try:
+            written = self._write_entry(pfd, key, MAGIC + _mac(secret, self.kind, key, payload), payload)
+        finally:
+            os.close(pfd)
+        if written:
             self._puts += 1
             if self._puts % _CHECK_EVERY == 1:
-                self.evictions += evict(self.limit, self.base)
-        except OSError as exc:  # a read-only or full cache must not break dispatch
-            warn("vyre_decl.cache", "vyre_decl: cannot write cache entry %s: %s", path, exc)
-            if tmp is not None:
                 try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
+                    self.evictions += evict(self.limit, self.base)
+                except OSError as exc:
+                    warn(_LOG, "vyre_decl: cannot evict from the cache %s: %s", self.base, exc)
+
+    def _write_entry(self, pfd: int, key: str, head: bytes, payload: bytes) -> bool:
+        if not _replaceable(pfd, key):
+            self._foreign(key)
+            return False
+        tmp = f"{TMP_PREFIX}{os.urandom(8).hex()}"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=pfd)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(head)
+                fh.write(payload)
+            os.replace(tmp, key, src_dir_fd=pfd, dst_dir_fd=pfd)
+            return True
+        except OSError as exc:
+            warn(_LOG, "vyre_decl: cannot write cache entry %s: %s", self._path(key), exc)
+            try:
+                os.unlink(tmp, dir_fd=pfd)
+            except OSError:
+                pass
+            return False
+
+
+def _replaceable(pfd: int, key: str) -> bool:
+    """Whether an entry may be written at ``key``: nothing is there, or an entry of vyre_decl's."""
+    try:
+        fd = os.open(key, FILE, dir_fd=pfd)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    try:
+        return is_ours(fd)
+    finally:
+        os.close(fd)

@@ -4,8 +4,10 @@ The key hashes the snapshot format, the package version, the registry and IR cod
 mtime of their modules), every op file's path and bytes, and the diagnostics found before any
 file was read. A snapshot is written atomically (``diskcache``); one that is stale never matches
 its key, one that is corrupt fails its checksum or its unpickling and is rebuilt, and a cache
-location that cannot be written is tolerated. Unpickling resolves only vyre_decl classes and a
-few harmless builtins by their exact names, so a planted cache file cannot run code.
+location that cannot be written is tolerated. A snapshot that this cache did not write fails its
+checksum, which is keyed by the cache's secret (``diskcache``): it is rebuilt, never trusted. As
+a second line, unpickling resolves only vyre_decl classes and a few harmless builtins by their
+exact names, so even a cache file made with the secret cannot run code.
 """
 
 from __future__ import annotations
