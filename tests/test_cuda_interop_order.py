@@ -28,7 +28,7 @@ PLUS_ONE = parse_program("""program plus_one workgroup(256, 1, 1) {
 }""")
 FILL = parse_program("""program fill workgroup(256, 1, 1) {
   buffer n: read u32[] @0
-  buffer y: write f32[] @1
+  buffer y: read_write f32[] @1
   let i = gid.x
   let acc = 1u32
   if i == 0u32 { loop k in 0u32 .. n[0u32] { acc = acc * 3u32 + k } }
