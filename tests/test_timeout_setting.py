@@ -9,15 +9,9 @@ import pytest
 
 from vyre_decl.backends.config import DispatchConfig
 from vyre_decl.backends.reference import ReferenceBackend
-from vyre_decl.ir import VyreError, parse_program
+from vyre_decl.ir import VyreError
 
-SLOW = parse_program("""program slow workgroup(1, 1, 1) {
-  buffer n: read u32[] @0
-  buffer out: write u32[1] @1
-  let acc = 1u32
-  loop i in 0u32 .. n[0u32] { acc = acc * 3u32 + i }
-  out[0u32] = acc
-}""")
+from test_cuda_lifecycle import SLOW
 SPIN = [np.array([1 << 30], np.uint32)]
 
 
