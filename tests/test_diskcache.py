@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -202,6 +203,9 @@ def test_an_empty_directory_is_tagged_with_a_private_key_and_used(tmp_path):
     other.put(KEY, b"forged")
     (tmp_path / "empty" / "ptx" / "ab" / KEY).write_bytes((tmp_path / "other" / "ptx" / "ab" / KEY).read_bytes())
     assert cache.get(KEY) is None
+    shutil.rmtree(tmp_path / "empty")  # removed while this process runs: made, tagged and used anew
+    cache.put(KEY, b"again")
+    assert cache.get(KEY) == b"again" and claim(tmp_path / "empty") != key
 
 
 def test_processes_tagging_one_empty_directory_at_once_agree_on_its_key(tmp_path):

@@ -9,11 +9,13 @@ The directory is ``VYRE_DECL_CACHE_DIR``, else ``$XDG_CACHE_HOME/vyre_decl``, el
 - it does not exist (it is made and tagged), is empty, or holds only what vyre_decl and the CUDA
   driver put in a cache of the earlier, untagged format: the kind folders ``ptx``, ``cubin``,
   ``registry`` and ``driver-jit``. Such a directory is adopted: tagged, and its earlier-format
-  entries (each proven by its checksum) removed.
+  entries (each proven by its checksum, so each read once) removed; ``driver-jit`` is left as is.
 
 Anything else is B009, raised by the first use of the cache (a registry load, hence the first
-dispatch of a process; a CUDA compile; ``python -m vyre_decl.cache``). A directory that cannot be
-made or read is no error: dispatches run uncached, with a warning.
+dispatch of a process; a CUDA compile; ``python -m vyre_decl.cache``, which exits 2), before
+anything in the directory is changed. A directory that cannot be made or read (or a system without
+``openat``) is no error for a dispatch, which runs uncached with a warning; the command line says
+B010. A process proves the directory once and remembers its key.
 
 Inside it, an entry is ``<kind>/<key[:2]>/<key>`` with ``key`` 64 lowercase hex digits and ``kind``
 one of ``KINDS``, a regular file that starts with ``MAGIC``; a temporary is ``.tmp-`` and 8 to 32
@@ -38,7 +40,7 @@ from typing import Final, NamedTuple
 from .ir.diagnostics import VyreError
 
 __all__ = ["cache_dir", "claim", "open_entry_dir", "driver_jit_dir", "usage", "evict", "clear", "warn", "KINDS",
-           "MAGIC", "HEADER", "MAX_ENTRY", "STALE_TMP_S", "CACHE_ENV", "is_ours", "TMP_PREFIX", "FILE"]
+           "MAGIC", "HEADER", "MAX_ENTRY", "STALE_TMP_S", "CACHE_ENV", "is_ours", "TMP_PREFIX", "READ_ONLY", "CREATE", "forget"]
 
 CACHE_ENV: Final = "VYRE_DECL_CACHE_DIR"
 KINDS: Final = ("ptx", "cubin", "registry")
@@ -54,8 +56,11 @@ TMP_PREFIX: Final = ".tmp-"
 _KEY_LINE = re.compile(rb"^# key \(keep private\): ([0-9a-f]{64})$", re.M)
 _KEY = re.compile(r"[0-9a-f]{64}")
 _TMP = re.compile(r"\.tmp-[a-z0-9_]{8,32}")
-_DIR: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-FILE: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # a planted FIFO cannot block an open
+_POSIX: Final = os.open in os.supports_dir_fd  # the cache needs openat() and friends; elsewhere it is off
+_NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_DIR: Final = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW
+READ_ONLY: Final = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | _NOFOLLOW  # a planted FIFO cannot block an open
+CREATE: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW
 _secrets: dict[str, bytes] = {}  # root -> key, once proven in this process
 
 
@@ -83,17 +88,17 @@ def _is_entry_name(kind: str, prefix: str, name: str) -> bool:
 
 
 def _not_ours(root: Path, why: str) -> VyreError:
+    unset = " or unset it" if os.environ.get(CACHE_ENV) else ""
     return VyreError.one(
         "B009", f"{root} is not vyre_decl's cache directory ({why}); the cache uses only a directory it made, "
-        "an empty one, or one marked by its CACHEDIR.TAG", str(root),
-        f"set {CACHE_ENV} to a new or empty directory (vyre_decl makes and marks it) or unset it; nothing in "
-        f"{root} was changed")
+        "an empty one, or one marked by its CACHEDIR.TAG, and has changed nothing in this one", str(root),
+        f"point {CACHE_ENV} at a new or empty directory (vyre_decl makes and marks it){unset}")
 
 
 def _read_tag(root: Path) -> bytes:
     """The secret key in ``root``'s tag; B009 if the tag is not vyre_decl's."""
     try:
-        fd = os.open(root / TAG, FILE)
+        fd = os.open(root / TAG, READ_ONLY)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise _not_ours(root, f"its {TAG} is a symbolic link") from None
@@ -127,7 +132,7 @@ def _adopt(root: Path) -> None:
     text = (SIGNATURE + OWNER + b"# For information about cache directory tags see https://bford.info/cachedir/\n"
             + b"# key (keep private): " + secret.hex().encode() + b"\n")
     tmp = root / f"{TMP_PREFIX}{os.urandom(8).hex()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    fd = os.open(tmp, CREATE, 0o600)
     try:
         try:
             os.write(fd, text)
@@ -156,6 +161,8 @@ def _claim(root: Path, create: bool) -> bytes | None:
     secret = _secrets.get(str(root))
     if secret is not None:
         return secret
+    if not _POSIX:
+        raise OSError(errno.ENOTSUP, "the disk cache needs a POSIX system (openat)")
     try:
         secret = _read_tag(root)
     except FileNotFoundError:
@@ -174,6 +181,11 @@ def _claim(root: Path, create: bool) -> bytes | None:
         secret = _read_tag(root)
     _secrets[str(root)] = secret
     return secret
+
+
+def forget(root: Path) -> None:
+    """Claim ``root`` anew at its next use (it was removed since this process claimed it)."""
+    _secrets.pop(str(root), None)
 
 
 def driver_jit_dir() -> Path | None:
@@ -283,7 +295,7 @@ def _walk_prefix(pfd: int, kind: str, prefix: str, stale: float, legacy: bool, v
 
 
 def _check(pfd: int, name: str, legacy: bool) -> bool:
-    fd = os.open(name, FILE, dir_fd=pfd)
+    fd = os.open(name, READ_ONLY, dir_fd=pfd)
     try:
         return _has_header(fd, name, legacy)
     finally:

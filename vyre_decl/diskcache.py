@@ -28,8 +28,8 @@ import os
 import stat
 from pathlib import Path
 
-from .cachedir import (CACHE_ENV, FILE, HEADER, KINDS, MAGIC, MAX_ENTRY, TMP_PREFIX, cache_dir, claim, clear, evict,
-                       is_ours, open_entry_dir, usage, warn)
+from .cachedir import (CACHE_ENV, CREATE, HEADER, KINDS, MAGIC, MAX_ENTRY, READ_ONLY, TMP_PREFIX, cache_dir, claim,
+                       clear, evict, forget, is_ours, open_entry_dir, usage, warn)
 from .settings import env_int
 
 __all__ = ["cache_dir", "DiskCache", "CACHE_ENV", "MAX_ENV", "max_bytes", "usage", "evict", "clear", "warn"]
@@ -97,7 +97,7 @@ class DiskCache:
 
     def _read_entry(self, pfd: int, key: str, secret: bytes) -> bytes | None:
         try:
-            fd = os.open(key, FILE, dir_fd=pfd)
+            fd = os.open(key, READ_ONLY, dir_fd=pfd)
         except OSError as exc:  # missing, unreadable, or a symbolic link at the entry's path
             if exc.errno == errno.ELOOP:
                 self._foreign(key)
@@ -132,8 +132,13 @@ class DiskCache:
             warn(_LOG, "vyre_decl: not caching %s: %d bytes is more than an entry may hold", self._path(key), len(payload))
             return
         try:
-            secret = claim(self.base)
-            pfd = open_entry_dir(self.base, self.kind, key[:2], create=True)
+            try:
+                secret = claim(self.base)
+                pfd = open_entry_dir(self.base, self.kind, key[:2], create=True)
+            except FileNotFoundError:  # the directory was removed since this process claimed it
+                forget(self.base)
+                secret = claim(self.base)
+                pfd = open_entry_dir(self.base, self.kind, key[:2], create=True)
         except OSError as exc:  # a read-only or full cache, or a symbolic link in it, must not break dispatch
             warn(_LOG, "vyre_decl: cannot write cache entry %s: %s", self._path(key), exc)
             return
@@ -155,7 +160,7 @@ class DiskCache:
             return False
         tmp = f"{TMP_PREFIX}{os.urandom(8).hex()}"
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=pfd)
+            fd = os.open(tmp, CREATE, 0o600, dir_fd=pfd)
             with os.fdopen(fd, "wb") as fh:
                 fh.write(head)
                 fh.write(payload)
@@ -173,7 +178,7 @@ class DiskCache:
 def _replaceable(pfd: int, key: str) -> bool:
     """Whether an entry may be written at ``key``: nothing is there, or an entry of vyre_decl's."""
     try:
-        fd = os.open(key, FILE, dir_fd=pfd)
+        fd = os.open(key, READ_ONLY, dir_fd=pfd)
     except FileNotFoundError:
         return True
     except OSError:
