@@ -286,3 +286,13 @@ def test_the_driver_jit_cache_goes_only_into_a_directory_of_ours(tmp_path, monke
     (tmp_path / "home" / "notes.txt").write_text("x")
     monkeypatch.setenv("VYRE_DECL_CACHE_DIR", str(tmp_path / "home"))
     assert cachedir.driver_jit_dir() is None and os.listdir(tmp_path / "home") == ["notes.txt"]
+
+
+def test_a_key_cannot_spell_a_path(tmp_path):
+    cache = DiskCache(tmp_path / "c", "ptx")
+    for bad in ("../../../" + "e" * 55, "AB" + "0" * 62, "ab" * 31 + "/x", "ab" * 33):
+        with pytest.raises(ValueError):
+            cache.put(bad, b"escaped")
+        with pytest.raises(ValueError):
+            cache.get(bad)
+    assert os.listdir(tmp_path) == []

@@ -40,7 +40,7 @@ from typing import Final, NamedTuple
 from .ir.diagnostics import VyreError
 
 __all__ = ["cache_dir", "claim", "open_entry_dir", "driver_jit_dir", "usage", "evict", "clear", "warn", "KINDS",
-           "MAGIC", "HEADER", "MAX_ENTRY", "STALE_TMP_S", "CACHE_ENV", "is_ours", "TMP_PREFIX", "READ_ONLY", "CREATE", "forget"]
+           "MAGIC", "HEADER", "MAX_ENTRY", "STALE_TMP_S", "CACHE_ENV", "is_ours", "TMP_PREFIX", "READ_ONLY", "CREATE", "forget", "is_key"]
 
 CACHE_ENV: Final = "VYRE_DECL_CACHE_DIR"
 KINDS: Final = ("ptx", "cubin", "registry")
@@ -80,8 +80,13 @@ def cache_dir() -> Path:
     return (Path(xdg) if xdg else Path.home() / ".cache") / "vyre_decl"
 
 
+def is_key(key: str) -> bool:
+    """Whether ``key`` names an entry: 64 lowercase hex digits (so no path can be spelled with it)."""
+    return _KEY.fullmatch(key) is not None
+
+
 def _is_entry_name(kind: str, prefix: str, name: str) -> bool:
-    return kind in KINDS and _KEY.fullmatch(name) is not None and name[:2] == prefix
+    return kind in KINDS and is_key(name) and name[:2] == prefix
 
 
 # --- is the directory ours

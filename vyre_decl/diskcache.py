@@ -29,7 +29,7 @@ import stat
 from pathlib import Path
 
 from .cachedir import (CACHE_ENV, CREATE, HEADER, KINDS, MAGIC, MAX_ENTRY, READ_ONLY, TMP_PREFIX, cache_dir, claim,
-                       clear, evict, forget, is_ours, open_entry_dir, usage, warn)
+                       clear, evict, forget, is_key, is_ours, open_entry_dir, usage, warn)
 from .settings import env_int
 
 __all__ = ["cache_dir", "DiskCache", "CACHE_ENV", "MAX_ENV", "max_bytes", "usage", "evict", "clear", "warn"]
@@ -75,10 +75,14 @@ class DiskCache:
         self._puts = 0
 
     def _path(self, key: str) -> Path:
+        """Where entry ``key`` lives (for messages); ValueError if ``key`` is not 64 hex digits."""
+        if not is_key(key):
+            raise ValueError(f"a cache key is 64 lowercase hex digits, not {key[:80]!r}")
         return self.root / key[:2] / key
 
     def get(self, key: str) -> bytes | None:
         """The payload stored under ``key``, or None. B009 if the cache directory is not vyre_decl's."""
+        self._path(key)
         try:
             secret = claim(self.base)
             pfd = open_entry_dir(self.base, self.kind, key[:2], create=False)
@@ -128,8 +132,9 @@ class DiskCache:
     def put(self, key: str, payload: bytes) -> None:
         """Store ``payload`` under ``key``; a cache that cannot be written is logged, never an error
         (but B009 if the cache directory is not vyre_decl's)."""
+        path = self._path(key)
         if len(payload) > MAX_ENTRY:
-            warn(_LOG, "vyre_decl: not caching %s: %d bytes is more than an entry may hold", self._path(key), len(payload))
+            warn(_LOG, "vyre_decl: not caching %s: %d bytes is more than an entry may hold", path, len(payload))
             return
         try:
             try:
@@ -140,7 +145,7 @@ class DiskCache:
                 secret = claim(self.base)
                 pfd = open_entry_dir(self.base, self.kind, key[:2], create=True)
         except OSError as exc:  # a read-only or full cache, or a symbolic link in it, must not break dispatch
-            warn(_LOG, "vyre_decl: cannot write cache entry %s: %s", self._path(key), exc)
+            warn(_LOG, "vyre_decl: cannot write cache entry %s: %s", path, exc)
             return
         try:
             written = self._write_entry(pfd, key, MAGIC + _mac(secret, self.kind, key, payload), payload)
