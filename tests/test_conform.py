@@ -13,11 +13,13 @@ import numpy as np
 import pytest
 
 from vyre_decl.backends.reference import ReferenceBackend
+from vyre_decl.conform.cases import attr_sets
 from vyre_decl.conform.certificate import content
 from vyre_decl.conform.cli import main
 from vyre_decl.conform.corpus import load_corpus
 from vyre_decl.conform.isolation import CaseError, InProcessRunner, IsolatedRunner
 from vyre_decl.conform.runner import Conformance, select_units
+from vyre_decl.ir.types import DataType
 from vyre_decl.registry import default_registry
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -43,8 +45,14 @@ def test_whole_run_on_the_reference(tmp_path, capsys):
     assert len(cert["ops"]) == sum(len(op.bindings()) for op in default_registry())
     assert len(cert["programs"]) >= 40
     add = cert["ops"]["primitive.math.add[u32]"]
-    assert add["verdict"] == "pass" and add["cases"] > 65536 and add["laws_checked"] >= 6 and add["failed"] == 0
-    assert cert["summary"]["verdict"] == "pass" and cert["summary"]["laws_checked"] > 600
+    assert add["verdict"] == "pass" and add["cases"] > 65536 and add["laws_checked"] == 3 and add["failed"] == 0
+    # the reference against itself: each declared law is checked (and counted) once, and it says so
+    laws = {f"{op.id}[{','.join(t.value for t in b)}]": sum(law.applies(op.binding_map(b)) for law in op.laws)
+            for op in default_registry() for b in op.bindings() if op.input_types(b) and attr_sets(op, b)[:1] == [()]}
+    assert {k: e["laws_checked"] for k, e in cert["ops"].items() if e["laws_checked"]} == \
+        {k: n for k, n in laws.items() if n}
+    assert cert["summary"]["verdict"] == "pass" and cert["summary"]["laws_checked"] == sum(laws.values()) > 300
+    assert cert["self_consistency"] is True and "reference self-consistency" in captured.out
     from vyre_decl.routines import routines
 
     assert len(cert["routines"]) == sum(len(d.bindings()) for d in routines().values())
@@ -94,7 +102,28 @@ class _Buggy:
         return outs
 
 
-def test_a_backend_bug_is_reported_with_a_minimised_counterexample(tmp_path):
+@pytest.fixture
+def buggy_backend(monkeypatch):
+    """register(cls): a stand-in backend class (_Buggy by default) registered as "buggy", the name
+    its capsules carry (contained, so conformance runs it in-process), for the test's duration."""
+    import vyre_decl.backends as backends
+
+    def register(cls=_Buggy):
+        monkeypatch.setitem(backends._infos, "buggy", backends.BackendInfo("buggy", cls, contained=True, source="test"))
+        for key in [k for k in backends._instances if k[0] == "buggy"]:
+            del backends._instances[key]
+
+    register()
+    yield register
+    register()  # no instance of a test's class outlives it
+
+
+def _replay(capsys, capsule, *backend):
+    status = main(["replay", str(capsule), *backend])
+    return status, capsys.readouterr().out
+
+
+def test_a_backend_bug_is_reported_with_a_minimised_counterexample(tmp_path, buggy_backend, capsys):
     reg = default_registry()
     conf = Conformance(InProcessRunner(_Buggy()), reg, capsule_dir=tmp_path)
     units = {u.key: u for u in select_units(reg, load_corpus(), ops=["primitive.math.add"])}
@@ -112,12 +141,16 @@ def test_a_backend_bug_is_reported_with_a_minimised_counterexample(tmp_path):
     capsule = json.loads((tmp_path / law[0].capsule).read_text())
     a = np.frombuffer(bytes.fromhex(capsule["inputs"][0]["hex"]), np.uint32)
     assert a.size and ((a & 0xF0) == 0x70).all()  # only the evaluations the bug touches
-    assert main(["replay", str(tmp_path / law[0].capsule), "--backend", "reference"]) == 0
+    status, out = _replay(capsys, tmp_path / law[0].capsule)  # on the capsule's backend: the bug is still there
+    assert status == 1 and "on buggy" in out and "FAIL: still differs" in out and "self-consistency" not in out
+    status, out = _replay(capsys, tmp_path / law[0].capsule, "--backend", "reference")
+    assert status == 0 and "reference self-consistency" in out and "now matches" not in out
     r = conf.run(units["program:01_vadd_u32@1000"])
     f = r.failures[0]
     assert f.kind == "backend" and f.details["buffer"] == "out" and f.details["index"] == 5
     assert f.details["shrunk_to"][0] < 1000 and (tmp_path / f.capsule).is_file()
-    assert main(["replay", str(tmp_path / f.capsule), "--backend", "reference"]) == 0  # the reference itself is right
+    status, out = _replay(capsys, tmp_path / f.capsule)
+    assert status == 1 and "out: 1 of" in out and "elements differ" in out and "[5] reference" in out
 
 
 def test_a_routine_bug_is_reported_at_the_smallest_size_that_still_fails():
@@ -322,7 +355,7 @@ def test_a_backend_known_answer_failure_has_a_replay_capsule(tmp_path):
     assert kat_failures and all(f.capsule and (tmp_path / f.capsule).is_file() for f in kat_failures)
 
 
-def test_a_known_answer_capsule_replays_against_the_registry_of_the_replay(tmp_path, capsys):
+def test_a_known_answer_capsule_replays_against_the_registry_of_the_replay(tmp_path, capsys, buggy_backend):
     import json as _json
 
     reg = default_registry()
@@ -333,12 +366,54 @@ def test_a_known_answer_capsule_replays_against_the_registry_of_the_replay(tmp_p
     path = tmp_path / capsule
     data = _json.loads(path.read_text())
     assert data["kat"]["op"] == "primitive.math.add" and data["kat"]["inputs"] == [1, 2]
-    assert main(["replay", str(path), "--backend", "reference"]) == 0  # the reference meets add(1, 2) = 3
-    assert "meets the known answer [3]" in capsys.readouterr().out
+    buggy_backend(_KatBuggy)
+    status, out = _replay(capsys, path)  # on the capsule's backend, still wrong for a = 1
+    assert status == 1 and "the backend differs from the known answer [3]" in out and "FAIL: still differs" in out
+    status, out = _replay(capsys, path, "--backend", "reference")  # the reference meets add(1, 2) = 3
+    assert status == 0 and "the reference meets the known answer [3]" in out and "reference self-consistency" in out
     data["expect"][0]["hex"] = "ffffffff"  # a stale answer stored in the capsule is not what is checked
     path.write_text(_json.dumps(data))
-    assert main(["replay", str(path), "--backend", "reference"]) == 0
+    assert _replay(capsys, path, "--backend", "reference")[0] == 0
     data["kat"]["inputs"] = [123456, 7]  # an answer the registry no longer has
     path.write_text(_json.dumps(data))
-    assert main(["replay", str(path), "--backend", "reference"]) == 0
-    assert "no longer in the registry" in capsys.readouterr().out
+    status, out = _replay(capsys, path)
+    assert status == 1 and "no longer in the registry" in out and "elements differ" in out
+    buggy_backend(_Buggy)  # a "buggy" backend right for a = 1: the bug is fixed
+    status, out = _replay(capsys, path)
+    assert status == 0 and "PASS: the backend now matches the reference" in out
+
+
+class _AttrBuggy(_Buggy):
+    """Wrong only where an op is called with an attribute off its default (sinh_cosh even = 1)."""
+
+    def dispatch(self, program, inputs, config=None):
+        outs = self.inner.dispatch(program, inputs, config)
+        if program.name.startswith("primitive_float_sinh_cosh") and program.body[0].value.attrs:
+            outs[0] = np.where(np.asarray(inputs[0]) > 3.0, outs[0] * 2.0, outs[0])
+        return outs
+
+
+def test_random_cases_run_at_every_attribute_value_the_known_answers_name():
+    from vyre_decl.conform.cases import attr_sets
+
+    reg = default_registry()
+    assert attr_sets(reg.get("primitive.float.sinh_cosh"), ()) == [(), (("even", 1),)]
+    assert attr_sets(reg.get("primitive.float.rem_pio2"), ()) == [(), (("part", 1),), (("part", 2),)]
+    assert [dict(a).get("k", 0) for a in attr_sets(reg.get("primitive.float.sin_quarters"), (DataType.F32,))] == \
+        [0, 1, 2, 3]  # from the f64 answers: an attribute's type does not depend on the binding
+    conf = Conformance(InProcessRunner(_AttrBuggy()), reg, cases=200)
+    r = conf.run_op("op:primitive.float.sinh_cosh[]", reg.get("primitive.float.sinh_cosh"), ())
+    (f,) = [f for f in r.failures if f.kind == "backend"]
+    assert f.details["attrs"] == {"even": 1} and float(f.details["inputs"]["x"]["dec"]) > 3.0
+    assert "sinh_cosh<even=1>(" in f.message
+    clean = Conformance(InProcessRunner(ReferenceBackend()), reg, cases=200)
+    ok = clean.run_op("op:primitive.float.sinh_cosh[]", reg.get("primitive.float.sinh_cosh"), ())
+    assert ok.verdict == "pass" and ok.cases == r.cases
+
+
+def test_a_fuzz_run_of_the_reference_says_it_compared_the_reference_with_itself(tmp_path, capsys, buggy_backend):
+    assert main(["--backend", "reference", "--fuzz", "3", "--out", str(tmp_path / "c.json"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "fuzz on reference (reference self-consistency: the reference against itself, no backend tested)" in out
+    assert main(["--backend", "buggy", "--fuzz", "3", "--out", str(tmp_path / "c.json"), "--quiet"]) == 0
+    assert "fuzz on buggy: 3 programs" in capsys.readouterr().out

@@ -12,7 +12,7 @@ from ..registry import OpDef
 from .values import from_bits
 from .witnesses import random_bits, sweep, witnesses
 
-__all__ = ["unit_rng", "op_cases", "test_attrs"]
+__all__ = ["unit_rng", "op_cases", "attr_sets"]
 
 
 def unit_rng(seed: int, key: str) -> np.random.Generator:
@@ -44,14 +44,19 @@ def op_cases(op: OpDef, binding: Binding, rng: np.random.Generator, n_random: in
     return [from_bits(t, np.concatenate([a, b, c])) for t, a, b, c in zip(types, wit, sw, rnd)]
 
 
-def test_attrs(op: OpDef, binding: Binding) -> tuple[tuple[str, int], ...] | None:
-    """Attribute values to test with: defaults, and for required attributes the first KAT's (None
-    when a required attribute has no KAT giving it a value)."""
-    required = [a.name for a in op.signature.attrs if a.default is None]
-    if not required:
-        return ()
-    kat = next((k for k in op.kats if k.binding == binding), None)
-    given = dict(kat.attrs) if kat else {}
-    if any(r not in given for r in required):
-        return None
-    return tuple(sorted((r, given[r]) for r in required))
+def attr_sets(op: OpDef, binding: Binding) -> list[tuple[tuple[str, int], ...]]:
+    """The attribute values to run the cases with: the defaults (``()``, first, when every
+    attribute has one), then every other assignment the op's known answers make (``part = 1``
+    where the default is 0; those for ``binding`` first, then those of its other bindings, as an
+    attribute's type never depends on the binding), attributes at their default left out. Empty
+    when a required attribute has no known answer giving it a value."""
+    defaults = {a.name: a.default for a in op.signature.attrs}
+    sets: list[tuple[tuple[str, int], ...]] = [] if None in defaults.values() else [()]
+    for kat in sorted(op.kats, key=lambda k: k.binding != binding):
+        given = dict(kat.attrs)
+        if any(d is None and n not in given for n, d in defaults.items()):
+            continue
+        chosen = tuple(sorted((n, v) for n, v in given.items() if v != defaults[n]))
+        if chosen not in sets:
+            sets.append(chosen)
+    return sets

@@ -96,7 +96,7 @@ def certify(spec: RunSpec, backend: str, index: int = 0, count: int = 1, capsule
     from .._version import __version__
     from .accuracy import measure_accuracy
     from .certificate import build, corpus_fingerprint
-    from .isolation import CaseError, make_runner
+    from .isolation import CaseError, is_reference, make_runner
     from .runner import Conformance, run_units
 
     p = the_plan or plan(spec)
@@ -119,6 +119,7 @@ def certify(spec: RunSpec, backend: str, index: int = 0, count: int = 1, capsule
     header = {
         "vyre_decl_version": __version__,
         "backend": runner.info,
+        "self_consistency": is_reference(backend),  # the reference against itself: no backend is certified
         "registry_fingerprint": p.registry.fingerprint,
         "corpus_fingerprint": corpus_fingerprint(p.corpus) if spec.with_programs else None,
         "seed": spec.seed,

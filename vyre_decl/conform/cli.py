@@ -278,7 +278,7 @@ def _fleet(argv: Sequence[str]) -> int:
 
 def _fuzz(backend: str, registry: Any, count: int, seed: int, progress: Any, capsules: Path) -> int:
     from .fuzzrun import run_fuzz
-    from .isolation import CaseError, make_runner
+    from .isolation import SELF_CONSISTENCY, CaseError, is_reference, make_runner
 
     try:
         runner = make_runner(backend)
@@ -292,7 +292,9 @@ def _fuzz(backend: str, registry: Any, count: int, seed: int, progress: Any, cap
     progress("")
     for line in problems:
         print(line)
-    print(f"fuzz on {runner.name}: {ran} programs, {len(problems)} mismatches, {time.perf_counter() - t0:.1f} s")
+    self_check = f" ({SELF_CONSISTENCY}: the reference against itself, no backend tested)" if is_reference(backend) else ""
+    print(f"fuzz on {runner.name}{self_check}: {ran} programs, {len(problems)} mismatches, "
+          f"{time.perf_counter() - t0:.1f} s")
     return 1 if problems else 0
 
 

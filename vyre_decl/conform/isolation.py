@@ -18,7 +18,11 @@ import numpy as np
 from ..ir.canonical import dumps, loads
 from ..ir.nodes import Program
 
-__all__ = ["CaseError", "DeviceLost", "Runner", "InProcessRunner", "IsolatedRunner", "make_runner", "runs_in_process"]
+__all__ = ["CaseError", "DeviceLost", "Runner", "InProcessRunner", "IsolatedRunner", "make_runner", "runs_in_process",
+           "is_reference", "SELF_CONSISTENCY"]
+
+# what a comparison of the reference with itself is called wherever it is reported
+SELF_CONSISTENCY = "reference self-consistency"
 
 
 @dataclass
@@ -187,6 +191,16 @@ def runs_in_process(backend_name: str) -> bool:
 
     info = backend_info(backend_name)
     return info is not None and info.contained and info.name == backend_name
+
+
+def is_reference(backend_name: str) -> bool:
+    """Whether ``backend_name`` is the executable definition the others are certified against
+    (``BackendInfo.defines_semantics``): comparing it with the reference is a self-consistency
+    check, in which only the known answers and the laws can find a fault."""
+    from ..backends import backend_info
+
+    info = backend_info(backend_name)
+    return info is not None and info.defines_semantics
 
 
 def make_runner(backend_name: str) -> Runner:

@@ -15,7 +15,7 @@ from ..backends.hostio import host_output
 from ..backends.reference import ReferenceBackend
 from ..ir.diagnostics import VyreError
 from ..ir.nodes import Program
-from .isolation import CaseError, make_runner
+from .isolation import SELF_CONSISTENCY, CaseError, is_reference, make_runner
 from .values import buffer_mismatches
 
 __all__ = ["replay", "ReplayError"]
@@ -28,7 +28,9 @@ class ReplayError(Exception):
 def replay(program: Program, inputs: list[np.ndarray], grid: tuple[int, int, int] | None, data: dict[str, Any],
            name: str) -> int:
     """Replay on backend ``name``, printing what matches and what differs; 0 when everything matches."""
-    print(f"replaying {data.get('unit')} ({data.get('note', '')}) on {name}, seed {data.get('seed')}")
+    self_check = is_reference(name)
+    print(f"replaying {data.get('unit')} ({data.get('note', '')}) on {name}, seed {data.get('seed')}"
+          + (f" ({SELF_CONSISTENCY}: the reference against itself; only a known answer can differ)" if self_check else ""))
     if data.get("kat") and program.outputs:  # the registry's answer now, not the one of the run
         from ..registry import default_registry
         from .capsule import current_known_answer
@@ -75,7 +77,8 @@ def replay(program: Program, inputs: list[np.ndarray], grid: tuple[int, int, int
             ev, av = (e[i] if i < e.size else None), (a[i] if i < a.size else None)
             hexof = lambda v: v.tobytes()[::-1].hex() if isinstance(v, np.generic) else "-"  # noqa: E731
             print(f"    [{i}] reference {ev!r} (0x{hexof(ev)}), backend {av!r} (0x{hexof(av)})")
-    print("FAIL: still differs" if failed else "PASS: the backend now matches the reference")
+    print("FAIL: still differs" if failed else f"PASS ({SELF_CONSISTENCY} only: replay with --backend NAME to test "
+          "a backend)" if self_check else "PASS: the backend now matches the reference")
     return 1 if failed else 0
 
 

@@ -7,6 +7,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from .isolation import SELF_CONSISTENCY
+
 __all__ = ["certificate_table"]
 
 
@@ -17,6 +19,9 @@ def certificate_table(cert: dict[str, Any]) -> str:
              f"registry {cert['registry_fingerprint'][:16]}  corpus {(cert['corpus_fingerprint'] or '-')[:16]}  "
              f"seed {cert['seed']}  "
              f"random cases per op x type {cert['cases_per_op']}  shard {cert['shard']}", ""]
+    if cert.get("self_consistency"):
+        lines[-1:-1] = [f"{SELF_CONSISTENCY}: the backend under test is the reference itself, so only its known "
+                        "answers and laws can fail; this certifies no other backend"]
     rows = [("", "op x types", "cases", "failed", "laws", "result")]
     by_dialect: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
     for key, entry in cert["ops"].items():
@@ -57,6 +62,6 @@ def certificate_table(cert: dict[str, Any]) -> str:
     lines += ["", f"{s['op_types']} op x types ({s['op_types_passed']} pass), {s['programs']} programs "
               f"({s['programs_passed']} pass), {s.get('routines', 0)} routine x types ({s.get('routines_passed', 0)} pass), "
               f"{s['cases']:,} cases ({s['failed_cases']:,} failed), "
-              f"{s['laws_checked']:,} law checks ({s['laws_failed']} failed): {s['verdict'].upper()} "
-              f"in {cert.get('elapsed_s', 0):.1f} s"]
+              f"{s['laws_checked']:,} law checks ({s['laws_failed']} failed): {s['verdict'].upper()}"
+              f"{f' ({SELF_CONSISTENCY})' if cert.get('self_consistency') else ''} in {cert.get('elapsed_s', 0):.1f} s"]
     return "\n".join(lines)

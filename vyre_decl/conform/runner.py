@@ -28,7 +28,7 @@ import numpy as np
 
 from ..ir.signature import Binding
 from ..registry import OpDef, Registry
-from .cases import op_cases, test_attrs, unit_rng
+from .cases import attr_sets, op_cases, unit_rng
 from .compare import Checker, inputs_shown, show
 from .corpus import CorpusProgram
 from .isolation import CaseError, Runner
@@ -70,16 +70,28 @@ class Conformance:
         return run_program(self.check, key, entry, size)
 
     def run_op(self, key: str, op: OpDef, binding: Binding) -> UnitResult:
-        """Cases in one dispatch, then the known answers, then the laws (reference, then backend)."""
+        """Cases in one dispatch per attribute assignment (``cases.attr_sets``), then the known
+        answers, then the laws (reference, then backend) at the default attributes."""
         res = UnitResult(key)
         rng = unit_rng(self.seed, key)
-        attrs = test_attrs(op, binding)
-        if attrs is None:
+        sets = attr_sets(op, binding)
+        if not sets:
             res.failures.append(Failure("error", f"{op.id} has a required attribute and no known-answer test gives it "
                                         "a value, so no case can be built. Fix: give the attribute a default or add "
                                         "a KAT with attrs = {...}"))
             return res
         args = op_cases(op, binding, rng, self.n_random)
+        for attrs in sets:
+            self._run_cases(res, key, op, binding, attrs, args)
+        ref_laws, samples = reference_laws(self.check, op, binding, rng) if sets[0] == () else ([], [])
+        if op.kats:
+            check_kats(self.check, res, op, binding, law_broken=any(not r.holds for r in ref_laws))
+        check_op_laws(self.check, key, res, op, binding, ref_laws, samples)
+        return res
+
+    def _run_cases(self, res: UnitResult, key: str, op: OpDef, binding: Binding, attrs: tuple[tuple[str, int], ...],
+                   args: list[np.ndarray]) -> None:
+        """The cases ``args`` with attributes ``attrs``, in one dispatch, recorded in ``res``."""
         n = len(args[0]) if args else 1
         res.cases += n
         try:
@@ -91,11 +103,6 @@ class Conformance:
                 res.failures.append(self._op_failure(key, op, binding, attrs, args, expected, got, bad))
         except CaseError as err:
             res.failures.append(Failure("error", f"the backend could not run the op: {err}"))
-        ref_laws, samples = reference_laws(self.check, op, binding, rng) if not attrs else ([], [])
-        if op.kats:
-            check_kats(self.check, res, op, binding, law_broken=any(not r.holds for r in ref_laws))
-        check_op_laws(self.check, key, res, op, binding, ref_laws, samples)
-        return res
 
     def _op_failure(self, key: str, op: OpDef, binding: Binding, attrs: tuple[tuple[str, int], ...],
                     args: list[np.ndarray], expected: np.ndarray, actual: np.ndarray, bad: np.ndarray) -> Failure:
@@ -131,6 +138,7 @@ class Conformance:
         details: dict[str, Any] = {
             "op": op.id,
             "types": types_key(binding),
+            **({"attrs": dict(attrs)} if attrs else {}),
             "inputs": inputs_shown(op, types, cols, j),
             "expected": show(out_t, exp[j]),
             "actual": show(out_t, got[j]),
@@ -139,10 +147,11 @@ class Conformance:
             "reproduces_alone": alone,
         }
         shown = ", ".join(f"{nm}={v['dec']}" for nm, v in details["inputs"].items())
-        note = f"{op.id}({shown})" if alone else f"{op.id}: element {j} of the whole batch"
+        called = op.id + (f"<{', '.join(f'{k}={v}' for k, v in attrs)}>" if attrs else "")
+        note = f"{called}({shown})" if alone else f"{called}: element {j} of the whole batch"
         capsule = self.check.capsule(key, program, cols, None, note)
         return Failure("backend", f"{bad.size} of {details['of']} cases differ from the reference; "
-                       f"{'smallest' if alone else 'first (it fails only within the batch)'}: {op.id}({shown}) = "
+                       f"{'smallest' if alone else 'first (it fails only within the batch)'}: {called}({shown}) = "
                        f"{details['expected']['dec']} expected, {details['actual']['dec']} from the backend", details,
                        capsule)
 
