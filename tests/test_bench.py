@@ -28,3 +28,16 @@ def test_the_quick_run_writes_json(tmp_path, capsys):
     assert got["quick"] is True and got["rows"][0]["case"].startswith("reference backend") and got["rows"][0]["ours"] > 0
     assert "reference backend" in capsys.readouterr().out
     assert main(["--bogus"]) == 2
+
+
+def test_the_validation_rows_check_what_they_time(monkeypatch):
+    """A validator that answers fast and wrong (nothing found in the 100,000-statement program) is
+    an error, not a fast row."""
+    import pytest
+
+    import vyre_decl.ir.validation as validation
+    from vyre_decl.bench.host import validation_rows
+
+    monkeypatch.setattr(validation, "validate", lambda program, registry: [])
+    with pytest.raises(AssertionError, match="V017 expected"):
+        validation_rows(1)

@@ -93,6 +93,10 @@ def validation_rows(repeats: int) -> list[Row]:
                            + "}\n" * 64 + "}")
     long = parse_program("program p workgroup(1, 1, 1) {\n buffer o: write u32[4] @0\nlet x0 = 1u32\n"
                          + "".join(f"let x{i} = x{i - 1} + 1u32\n" for i in range(1, 100_000)) + "}")
+    found = [[d.code for d in validate(p, registry)] for p in (nested, long)]
+    if found[0] or "V017" not in found[1]:  # a fast wrong answer is no result
+        raise AssertionError(f"validation found {found[0]} in the nested loops (none expected) and {found[1]} in "
+                             "the long program (V017 expected)")
     t_nested = median_seconds(lambda: validate(nested, registry), repeats)
     t_long = median_seconds(lambda: validate(long, registry), repeats)
     return [Row("validate 64 nested loops (ms)", t_nested * 1e3, "", None, "ms", "lower", limit=50.0),
