@@ -174,23 +174,30 @@ def test_typed_constants_and_steps_run_on_the_reference(gen_registry):
     assert comp.result.args[0].args[1].dtype is F32  # `3 as T` became the f32 literal 3.0
 
 
-def test_typed_constants_and_steps_in_a_dispatched_program(gen_registry, tmp_path):
+GEN_PROGRAM = """program m workgroup(64, 1, 1) {
+  buffer a: read f32[] @0
+  buffer o: write f32[len(a)] @1
+  buffer c: write f64[len(a)] @2
+  let i = gid.x
+  o[i] = t.gen.clamp01(t.gen.triple_add(a[i], 1.0f32))
+  c[i] = t.gen.cast_to<T=f64>(i)
+}"""
+
+
+def test_typed_constants_and_steps_in_a_dispatched_program(gen_registry):
     from vyre_decl.backends.reference import ReferenceBackend
 
-    p = parse_program("""program m workgroup(64, 1, 1) {
-      buffer a: read f32[] @0
-      buffer o: write f32[len(a)] @1
-      buffer c: write f64[len(a)] @2
-      let i = gid.x
-      o[i] = t.gen.clamp01(t.gen.triple_add(a[i], 1.0f32))
-      c[i] = t.gen.cast_to<T=f64>(i)
-    }""")
+    p = parse_program(GEN_PROGRAM)
     o, c = ReferenceBackend(gen_registry).dispatch(p, [np.array([-1.0, 0.0, 0.1, 5.0], np.float32)])
     assert o.tolist() == [0.0, 1.0, 1.0, 1.0] and c.tolist() == [1.0, 2.0, 3.0, 4.0]
     text = emit(p, gen_registry, "sm_90").text
     assert "inline t.gen.clamp01" in text and "0f40400000" in text  # 3.0f32 as an immediate
-    if find_ptxas():
-        assemble(text, "sm_90")
+
+
+def test_typed_constants_and_steps_assemble(gen_registry):
+    if not find_ptxas():
+        pytest.skip("ptxas is not installed here (pip install nvidia-cuda-nvcc): the emitted PTX is not assembled")
+    assert assemble(emit(parse_program(GEN_PROGRAM), gen_registry, "sm_90").text, "sm_90").ok
 
 
 def test_compose_constant_errors_name_the_binding(tmp_path):

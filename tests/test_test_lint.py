@@ -9,7 +9,9 @@ It reports
   another operand (``x[-1] == v or v in x``), or only a loop variable (``... or _``: the check
   is skipped on some iterations); an assertion of a non-empty tuple or a truthy constant;
 - a test function that asserts nothing: no ``assert``, no ``pytest.raises``/``warns``/``fail``, no
-  call of an ``assert*`` function or of a helper of the tests that asserts.
+  call of an ``assert*`` function or of a helper of the tests that asserts;
+- a random generator seeded with ``hash(...)``: a string's hash changes per process, so a failure
+  cannot be replayed.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
 _CHECKING = {"raises", "warns", "fail", "deprecated_call"}  # pytest's checks, by their last name
+_SEEDED = {"default_rng", "seed", "RandomState", "Random", "SeedSequence"}  # what takes a seed
 
 
 def _last_name(func: ast.expr) -> str:
@@ -139,6 +142,9 @@ def problems(trees: dict[str, ast.Module]) -> list[str]:
                 out += [f"{where}: {p}" for p in _or_problems(n.test, loops.get(id(n), set()))]
             if isinstance(n, ast.FunctionDef) and n.name.startswith("test_") and not _asserts(n, helpers):
                 out.append(f"{where}: {n.name} asserts nothing")
+            if isinstance(n, ast.Call) and _last_name(n.func) in _SEEDED and any(
+                    isinstance(c, ast.Call) and _last_name(c.func) == "hash" for a in n.args for c in ast.walk(a)):
+                out.append(f"{where}: a generator seeded with hash(), which changes per process")
     return out
 
 
@@ -177,6 +183,9 @@ def test_helper_in_and():
 
 def test_nothing():
     x = 1
+
+def test_unstable_seed(op_id):
+    assert np.random.default_rng(hash(op_id) % 2**32)
 '''
 
 
@@ -184,7 +193,7 @@ def test_the_lint_catches_each_pattern():
     found = problems({"bad.py": ast.parse(textwrap.dedent(BAD))})
     for line, what in [(8, "returns None"), (8, "as a statement"), (11, "implies another"), (12, "always true"),
                        (13, "always true"), (17, "loop variable"), (19, "loop variable"), (22, "returns None"),
-                       (22, "always true"), (24, "test_nothing asserts nothing")]:
+                       (22, "always true"), (24, "test_nothing asserts nothing"), (28, "seeded with hash()")]:
         assert any(f.startswith(f"bad.py:{line}:") and what in f for f in found), (line, what, found)
     assert not any("test_helper_in_and asserts nothing" in f for f in found)  # it calls an asserting helper
-    assert len(found) == 10, found
+    assert len(found) == 11, found
