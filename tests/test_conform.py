@@ -417,3 +417,26 @@ def test_a_fuzz_run_of_the_reference_says_it_compared_the_reference_with_itself(
     assert "fuzz on reference (reference self-consistency: the reference against itself, no backend tested)" in out
     assert main(["--backend", "buggy", "--fuzz", "3", "--out", str(tmp_path / "c.json"), "--quiet"]) == 0
     assert "fuzz on buggy: 3 programs" in capsys.readouterr().out
+
+
+def test_a_known_answer_capsule_is_met_within_the_ops_budget_and_its_sign_of_zero_exactly(tmp_path, capsys):
+    """expm1(1.0) = 1.7182818284590453 (true, rounded); the reference gives 1.718281828459045,
+    1 ULP away and within expm1's f64 budget: its replay passes. sin(-0.0) must be -0.0."""
+    from vyre_decl.conform.capsule import write_capsule
+    from vyre_decl.conform.oneop import one_op_program
+
+    reg = default_registry()
+    for op_id, t, x in (("primitive.float.expm1", DataType.F64, 1.0), ("primitive.float.sin", DataType.F32, -0.0)):
+        op = reg.get(op_id)
+        arg = np.array([x], t.numpy_dtype)
+        kat = {"op": op_id, "binding": [t.value], "attrs": [], "inputs": [int(arg.view(f"u{arg.itemsize}")[0])]}
+        path = write_capsule(tmp_path, op_id, one_op_program(op, (t,)), [arg], None, "reference", 1, "known answer",
+                             [arg], kat)
+        status, out = _replay(capsys, path)
+        assert status == 0 and "the reference meets the known answer" in out, out
+        assert op.accuracy(t) >= 1 and f"within {op.accuracy(t)} ULP" in out
+    data = json.loads(path.read_text())
+    data["program"] = data["program"].replace("primitive.float.sin(", "primitive.math.neg(")  # gives +0.0
+    path.write_text(json.dumps(data))
+    status, out = _replay(capsys, path)
+    assert status == 1 and "the reference differs from the known answer [-0.0]" in out
