@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, NoReturn
 
 from ... import libcuda as cu
-from ...diskcache import cache_dir
+from ...cachedir import driver_jit_dir
 from ...emit import PtxModule, Target
 from ...emit.target import parse_target, pick_target, probe_module
 from ...ir.diagnostics import Diagnostic, VyreError
@@ -50,9 +50,13 @@ _CURRENT = _ThreadContext()
 
 
 def prepare_environment() -> None:
-    """Point the driver's JIT cache at our cache directory (before cuInit; user settings win)."""
-    if not any(k.startswith("CUDA_CACHE_") for k in os.environ):
-        os.environ["CUDA_CACHE_PATH"] = str(cache_dir() / "driver-jit")
+    """Point the driver's JIT cache into our cache directory (before cuInit; user settings win),
+    when that directory is ours: never into a directory the cache refuses (B009)."""
+    if any(k.startswith("CUDA_CACHE_") for k in os.environ):
+        return
+    jit = driver_jit_dir()
+    if jit is not None:
+        os.environ["CUDA_CACHE_PATH"] = str(jit)
         os.environ["CUDA_CACHE_MAXSIZE"] = str(1 << 30)
 
 
