@@ -83,7 +83,9 @@ def cold_start_rows(runs: int, backend: str) -> list[Row]:
 def validation_rows(repeats: int) -> list[Row]:
     """Validation of pathological but legal shapes (issue 13's limits): 64 nested loops, and a
     100,000-statement program (refused with V017 at 8,192, without walking the rest)."""
+    from ..ir.nodes import Access, BufferDecl, Let, Lit, Op, Program, Var
     from ..ir.text import parse_program
+    from ..ir.types import DataType
     from ..ir.validation import validate
     from ..registry import default_registry
 
@@ -91,8 +93,10 @@ def validation_rows(repeats: int) -> list[Row]:
     nested = parse_program("program p workgroup(1, 1, 1) {\n buffer o: write u32[4] @0\n"
                            + "".join(f"loop v{j} in 0u32 .. 2u32 {{\n" for j in range(64)) + "o[0u32] = 1u32\n"
                            + "}\n" * 64 + "}")
-    long = parse_program("program p workgroup(1, 1, 1) {\n buffer o: write u32[4] @0\nlet x0 = 1u32\n"
-                         + "".join(f"let x{i} = x{i - 1} + 1u32\n" for i in range(1, 100_000)) + "}")
+    one = Lit(DataType.U32, 1)  # built as nodes: its text (2.7 MB) is over the parser's size limit
+    long = Program((BufferDecl("o", Access.WRITE, DataType.U32, count=4, binding=0),), (1, 1, 1),
+                   (Let("x0", one), *(Let(f"x{i}", Op("primitive.math.add", (Var(f"x{i - 1}"), one)))
+                                      for i in range(1, 100_000))), name="p")
     found = [[d.code for d in validate(p, registry)] for p in (nested, long)]
     if found[0] or "V017" not in found[1]:  # a fast wrong answer is no result
         raise AssertionError(f"validation found {found[0]} in the nested loops (none expected) and {found[1]} in "
