@@ -255,14 +255,14 @@ def test_timeout_stops_a_runaway_loop(backend):
     with pytest.raises(VyreError, match="Fix:") as info:
         backend.dispatch(parse_program(src), [], DispatchConfig(timeout=0.2))
     assert info.value.codes == ["D013"]
-    # a grid of 2^31 workgroups stops between chunks of workgroups, within its deadline
+    # a grid of 2^31 - 1 workgroups (the most a grid has: D009 beyond) stops between chunks of workgroups
     import time
 
     wide = parse_program("program w workgroup(64, 1, 1) {\n buffer o: write u32[4] @0\n"
                          " if gid.x == 0u32 { o[0u32] = 1u32 }\n}")
     t0 = time.monotonic()
     with pytest.raises(VyreError) as info:
-        backend.dispatch(wide, [], DispatchConfig(grid=(2**31, 1, 1), timeout=0.3))
+        backend.dispatch(wide, [], DispatchConfig(grid=(2**31 - 1, 1, 1), timeout=0.3))
     assert info.value.codes == ["D013"] and time.monotonic() - t0 < 3
     # 64 nested loops (2^64 iterations: legal, and a runaway) validate at once and stop at the deadline
     nested = parse_program("program n workgroup(1, 1, 1) {\n buffer o: write u32[4] @0\n"

@@ -150,8 +150,13 @@ def test_a_program_too_deep_to_hash_or_print_is_v016_not_a_recursion_error():
     import vyre_decl
     from vyre_decl.ir import VyreError, print_program
 
-    deep = parse_program("program p workgroup(1, 1, 1) {\n buffer o: write u32[4] @0\n o[0u32] = "
-                         + " + ".join(["1u32"] * 10000) + "\n}")  # a left-deep chain: parses, nests 10,000 deep
+    from vyre_decl.ir import Access, BufferDecl, DataType, Lit, Program, Store
+
+    value = one = Lit(DataType.U32, 1)
+    for _ in range(10000):  # a left-deep chain 10,000 deep (the parser refuses it: P007)
+        value = Op("primitive.math.add", (value, one))
+    deep = Program((BufferDecl("o", Access.WRITE, DataType.U32, 4, 0, True),), (1, 1, 1),
+                   (Store("o", Lit(DataType.U32, 0), value),), name="p")
     from vyre_decl.emit import emit
 
     for call in (deep.content_hash, lambda: print_program(deep), lambda: emit(deep),

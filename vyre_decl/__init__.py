@@ -99,25 +99,10 @@ def dispatch(program: "Program", inputs: Any, config: "DispatchConfig | None" = 
 
 def load_program(path: str) -> "Program":
     """Read a program from a ``.vyre`` text file (UTF-8). A file that cannot be read is P009, one
-    that is not UTF-8 P010, one over 16 MiB P011 (read no further), each with the path and a Fix."""
-    from .ir.diagnostics import VyreError as _Error
-    from .ir.parser import MAX_PROGRAM_TEXT, too_long
-    from .ir.text import parse_program as _parse
+    that is not UTF-8 P010, one over 1 MiB P011 (read no further), each with the path and a Fix."""
+    from .ir.parser import parse_program as _parse, read_program
 
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_PROGRAM_TEXT + 1)
-    except OSError as exc:
-        raise _Error.one("P009", f"cannot read the program file: {exc.strerror or exc}", str(path),
-                         "check the path and its permissions") from None
-    if len(raw) > MAX_PROGRAM_TEXT:
-        raise too_long(len(raw), str(path))
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise _Error.one("P010", f"the file is not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})",
-                         str(path), "save the file as UTF-8") from None
-    return _parse(text, filename=str(path))
+    return _parse(read_program(path), filename=str(path))
 
 
 if TYPE_CHECKING:  # pragma: no cover

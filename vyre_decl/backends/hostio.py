@@ -8,7 +8,7 @@ allocated and zero-filled. Every check happens before any work, and each error n
 and ends with a Fix.
 
 Codes: D001 input count, D002 dtype, D003 size, D004 bytes length, D005 grid, D006 unknown
-buffer name, D007 too many elements, D008 bad config.
+buffer name, D007 too many elements, D008 bad config, D009 a grid beyond ``MAX_GRID``.
 """
 
 from __future__ import annotations
@@ -25,9 +25,12 @@ from ..ir.walk import body_exprs
 from .config import DispatchConfig
 
 __all__ = ["Launch", "CallPlan", "check_config", "check_timeout", "labelled", "check_workgroup", "prepare", "infer_grid", "grid_basis", "host_output", "as_storage", "MAX_ELEMENTS",
-           "xyz", "check_ulp_budget", "check_capabilities", "check_out", "deliver"]
+           "xyz", "check_ulp_budget", "check_capabilities", "check_out", "deliver", "MAX_GRID", "check_grid"]
 
 MAX_ELEMENTS: Final = 2**32 - 1
+# workgroups per axis (x, y, z) of the abstract machine, on every backend: what CUDA launches on
+# every GPU (a device reports the same limits; the CUDA backend checks its own as well)
+MAX_GRID: Final = (2**31 - 1, 65535, 65535)
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,7 +256,15 @@ def prepare(program: Program, inputs: Sequence[Any] | Mapping[str, Any], config:
             raise _fail("D005", f"bad grid {config.grid!r}", "DispatchConfig.grid", "give three non-negative integers")
     else:
         grid = plan.grid(counts, tuple(workgroup))  # type: ignore[arg-type]
+    check_grid(program, grid)  # type: ignore[arg-type]
     return Launch(memory, counts, grid, tuple(workgroup))  # type: ignore[arg-type]
+
+
+def check_grid(program: Program, grid: tuple[int, int, int]) -> None:
+    """D009 for a grid (given or inferred) beyond ``MAX_GRID``."""
+    if any(g > m for g, m in zip(grid, MAX_GRID)):
+        raise _fail("D009", f"grid {grid} exceeds the limits of {MAX_GRID[0]:,} x {MAX_GRID[1]:,} x {MAX_GRID[2]:,} "
+                    "workgroups", f"program {program.name!r}", "split the dispatch or use larger workgroups")
 
 
 def check_config(config: DispatchConfig) -> None:

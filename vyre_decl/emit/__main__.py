@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from ..ir.diagnostics import VyreError
+from ..ir.parser import read_program
 from ..ir.text import parse_program
 from .module import emit
 from .ptxas import assemble
@@ -28,9 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="assemble the PTX with ptxas")
     args = ap.parse_args(argv)
     try:
-        src = Path(args.program).read_text(encoding="utf-8")
-    except OSError as exc:
-        print(f"error: cannot read {args.program}: {exc.strerror}. Fix: check the path", file=sys.stderr)
+        src = read_program(args.program)  # P009 unreadable, P010 not UTF-8, P011 too long
+    except VyreError as exc:
+        print(exc, file=sys.stderr)
         return 2
     try:
         target = choose_target(None, args.target)

@@ -22,7 +22,7 @@ from typing import Final, Mapping
 
 from .lexer import ParseError, fail
 from .nodes import Expr, Lit, Var
-from .parser import Parser
+from .exprparse import ExprParser
 from .types import DataType
 from .walk import substitute
 
@@ -57,45 +57,45 @@ class _Repeat:
     pos: int
 
 
-class _ComposeParser(Parser):
+class _ComposeParser(ExprParser):
     def steps(self, in_block: bool) -> list[object]:
         out: list[object] = []
         while True:
-            tok = self.peek()
-            if tok.kind == "eof" or (in_block and tok.text == "}"):
+            tok = kind, text, pos = self.peek()
+            if kind == "eof" or (in_block and text == "}"):
                 return out
-            if tok.kind == "name" and tok.text == "let":
+            if kind == "name" and text == "let":
                 self.next()
                 name = self.ident("a step name")
                 self.expect("=")
-                out.append(_Let(name, self.expr(), tok.pos, True))
-            elif tok.kind == "name" and tok.text == "repeat":
+                out.append(_Let(name, self.expr(), pos, True))
+            elif kind == "name" and text == "repeat":
                 out.append(self.repeat())
-            elif tok.kind == "name" and self.toks[self.i + 1].text == "=" and self.toks[self.i + 1].kind == "punct":
+            elif kind == "name" and self.toks[self.i + 1][:2] == ("punct", "="):
                 name = self.ident("a step name")
                 self.expect("=")
-                out.append(_Let(name, self.expr(), tok.pos, False))
+                out.append(_Let(name, self.expr(), pos, False))
             elif in_block:
-                self.error(tok, "P002", f"expected a step in the repeat block, found {self._describe(tok)}",
+                self.error(tok, "P002", f"expected a step in the repeat block, found {self.describe(tok)}",
                            "a repeat block holds let steps, reassignments and repeats")
             else:
                 return out  # the result expression follows
             end = self.peek(skip_nl=False)
-            if end.kind not in ("nl", "eof") and end.text != "}":
-                self.error(end, "P002", f"expected the end of the step, found {self._describe(end)}",
+            if end[0] not in ("nl", "eof") and end[1] != "}":
+                self.error(end, "P002", f"expected the end of the step, found {self.describe(end)}",
                            "put each step on its own line or end it with ';'")
 
     def count(self) -> int:
-        tok = self.next()
-        if tok.kind != "int" or not tok.text.isdigit() or len(tok.text) > 6:
-            self.error(tok, "P002", f"expected a repeat count (a plain integer), found {self._describe(tok)}",
+        tok = kind, text, _ = self.next()
+        if kind != "int" or not text.isdigit() or len(text) > 6:
+            self.error(tok, "P002", f"expected a repeat count (a plain integer), found {self.describe(tok)}",
                        "write repeat 10 { ... } or repeat i in 0 .. 10 { ... }")
-        return int(tok.text)
+        return int(text)
 
     def repeat(self) -> _Repeat:
         tok = self.next()
         var = None
-        if self.peek().kind == "name" and self.toks[self.i + 1].text == "in":
+        if self.peek()[0] == "name" and self.toks[self.i + 1][1] == "in":
             var = self.ident("a repeat variable")
             self.expect("in")
             start = self.count()
@@ -108,7 +108,7 @@ class _ComposeParser(Parser):
         body = self.steps(in_block=True)
         self.depth -= 1
         self.expect("}", "close the repeat block with '}'")
-        return _Repeat(var, start, end, body, tok.pos)
+        return _Repeat(var, start, end, body, tok[2])
 
 
 class _Unroller:
@@ -179,13 +179,13 @@ def parse_compose(src: str, type_vars: Mapping[str, DataType], filename: str = "
     ``operands`` are the op's operand and attribute names, which steps may not rebind."""
     parser = _ComposeParser(src, filename, type_vars)
     items = parser.steps(in_block=False)
-    if parser.peek().kind == "eof":
+    if parser.peek()[0] == "eof":
         parser.error(parser.peek(), "P002", "compose ends without its result expression",
                      "write the result after the steps")
     result = parser.expr()
     tok = parser.peek()
-    if tok.kind != "eof":
-        parser.error(tok, "P002", f"unexpected {parser._describe(tok)} after the result expression",
+    if tok[0] != "eof":
+        parser.error(tok, "P002", f"unexpected {parser.describe(tok)} after the result expression",
                      "the result expression comes last; name earlier values with let")
     unroller = _Unroller(parser, operands)
     env: dict[str, Expr] = {}

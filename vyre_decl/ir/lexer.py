@@ -1,17 +1,21 @@
-"""Tokens of the text form: the token grammar, keywords, and errors located by line and column."""
+"""Tokens of the text form: the token grammar, keywords, errors located by line and column, and
+the cursor through which the parsers read tokens.
+
+A token is a plain ``(kind, text, pos)`` tuple: a 13 MB program is 3.6 million of them, and a
+tuple is made three times faster than an instance of a class.
+"""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Final, NoReturn
+from typing import Final, Mapping, NoReturn
 
 from .diagnostics import Diagnostic, VyreError
 from .nodes import Access
 from .scalars import LITERAL_SUFFIXES
 from .types import DataType
 
-__all__ = ["Token", "ParseError", "tokenize", "fail", "KEYWORDS", "TOKEN_RE", "SUFFIX_PATTERN"]
+__all__ = ["Token", "ParseError", "TokenCursor", "tokenize", "fail", "KEYWORDS", "TOKEN_RE", "SUFFIX_PATTERN"]
 
 KEYWORDS: Final = frozenset(
     "program workgroup buffer output let if else loop in return barrier region select len "
@@ -37,16 +41,16 @@ TOKEN_RE: Final = re.compile(
     re.VERBOSE,
 )
 
-
-@dataclass(frozen=True, slots=True)
-class Token:
-    kind: str  # num (suffixed literal), int (a number without suffix), name, str, punct, nl, eof
-    text: str
-    pos: int
+Token = tuple[str, str, int]
+"""kind (num: a suffixed literal, int: a number without suffix, name, str, punct, nl, eof), text,
+position in the source."""
 
 
 class ParseError(VyreError):
     """A syntax error in program text, located by line and column."""
+
+
+_CONTEXT: Final = 60  # characters of the line shown either side of an error
 
 
 def _line_col(src: str, pos: int) -> tuple[int, int]:
@@ -56,18 +60,22 @@ def _line_col(src: str, pos: int) -> tuple[int, int]:
 
 
 def tokenize(src: str, filename: str) -> list[Token]:
+    """The tokens of ``src`` (no whitespace or comments), ending with an ``eof`` token; P001 at
+    the first character no token matches."""
     toks: list[Token] = []
-    pos = 0
-    while pos < len(src):
-        m = TOKEN_RE.match(src, pos)
-        if m is None:
-            fail(src, filename, pos, "P001", f"unexpected character {src[pos]!r}", "remove it")
+    append = toks.append
+    expected = 0
+    for m in TOKEN_RE.finditer(src):
+        start, end = m.span()
+        if start != expected:  # finditer skipped a character that no token matches
+            break
+        expected = end
         kind = m.lastgroup
-        assert kind is not None
         if kind != "ws":
-            toks.append(Token(kind, m.group(), pos))
-        pos = m.end()
-    toks.append(Token("eof", "", len(src)))
+            append((kind, src[start:end], start))  # type: ignore[arg-type]
+    if expected < len(src):
+        fail(src, filename, expected, "P001", f"unexpected character {src[expected]!r}", "remove it")
+    append(("eof", "", len(src)))
     return toks
 
 
@@ -75,6 +83,80 @@ def fail(src: str, filename: str, pos: int, code: str, message: str, fix: str,
          error: type[ParseError] = ParseError) -> NoReturn:
     """Raise a ParseError (or the subclass ``error``) pointing at ``pos`` in ``src``."""
     line, col = _line_col(src, pos)
-    text = src.splitlines()[line - 1] if src and line <= len(src.splitlines()) else ""
-    context = f"{message}\n    {text}\n    {' ' * (col - 1)}^"
+    start = src.rfind("\n", 0, pos) + 1
+    end = src.find("\n", pos)
+    text = src[start:len(src) if end < 0 else end].rstrip("\r")
+    caret = col - 1
+    if len(text) > 2 * _CONTEXT:  # a long line is shown around the column
+        left = max(0, caret - _CONTEXT)
+        text, caret = ("..." if left else "") + text[left:caret + _CONTEXT] + "...", caret - left + (3 if left else 0)
+    context = f"{message}\n    {text}\n    {' ' * caret}^"
     raise error(Diagnostic(code, context, f"{filename}:{line}:{col}", fix))
+
+
+class TokenCursor:
+    """Reading tokens: look ahead, consume, expect, and fail with a located P code."""
+
+    def __init__(self, src: str, filename: str, type_names: Mapping[str, DataType]) -> None:
+        self.src, self.filename = src, filename
+        self.toks = tokenize(src, filename)
+        self.i = 0
+        self.type_names = type_names
+
+    def peek(self, skip_nl: bool = True) -> Token:
+        if skip_nl:
+            while self.toks[self.i][0] == "nl":
+                self.i += 1
+        return self.toks[self.i]
+
+    def next(self) -> Token:
+        tok = self.peek()
+        self.i += 1
+        return tok
+
+    def at(self, text: str) -> bool:
+        kind, tok_text, _ = self.peek()
+        return tok_text == text and kind in ("punct", "name")
+
+    def accept(self, text: str) -> bool:
+        if self.at(text):
+            self.i += 1
+            return True
+        return False
+
+    def expect(self, text: str, fix: str = "") -> Token:
+        tok = self.peek()
+        if not self.at(text):
+            self.error(tok, "P002", f"expected {text!r}, found {self.describe(tok)}", fix or f"insert {text!r}")
+        self.i += 1
+        return tok
+
+    def error(self, tok: Token, code: str, message: str, fix: str) -> NoReturn:
+        fail(self.src, self.filename, tok[2], code, message, fix)
+
+    @staticmethod
+    def describe(tok: Token) -> str:
+        return "end of input" if tok[0] == "eof" else repr(tok[1])
+
+    def ident(self, what: str) -> str:
+        tok = kind, text, _ = self.next()
+        if kind != "name" or "." in text or text in KEYWORDS:
+            self.error(tok, "P002", f"expected {what} (an identifier), found {self.describe(tok)}",
+                       "write a name such as x or my_buf (not a keyword)")
+        return text
+
+    def integer(self, what: str) -> int:
+        tok = kind, text, _ = self.next()
+        if kind != "int" or not (text.isascii() and text.isdigit()):
+            self.error(tok, "P002", f"expected {what} (a plain integer), found {self.describe(tok)}",
+                       "write a decimal integer such as 64")
+        if len(text) > 12:  # every size here fits in 32 bits: refuse before converting
+            self.error(tok, "P003", f"{what} {text[:16]}... ({len(text)} digits) is out of range",
+                       "use a size below 2^32")
+        return int(text)
+
+    def dtype(self) -> DataType:
+        tok = kind, text, _ = self.next()
+        if kind != "name" or text not in self.type_names:
+            self.error(tok, "P005", f"unknown type {self.describe(tok)}", f"use one of {', '.join(self.type_names)}")
+        return self.type_names[text]

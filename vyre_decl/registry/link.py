@@ -19,15 +19,18 @@ from ..ir.signature import Binding
 from ..ir.types import DataType
 from ..ir.signature import OpSignature, SignatureError
 from ..ir.validation import ExprFault, infer_type
-from ..ir.walk import subexprs
+from ..ir.walk import children, subexprs
 from .files import FileResult, semver_key
 from .model import DialectInfo, OpDef
 from .opbuild import location
 from .registry import Registry
 
-__all__ = ["link", "MAX_INLINE_NODES"]
+__all__ = ["link", "MAX_INLINE_NODES", "MAX_INLINE_DEPTH"]
 
 MAX_INLINE_NODES: Final = 50_000
+# levels of composition inlined into one call (the standard library needs 28 for sin); with a
+# program's 128 levels it keeps the emitter's and the reference's recursion within the stack
+MAX_INLINE_DEPTH: Final = 40
 Node = tuple[str, Binding]
 
 
@@ -106,13 +109,14 @@ def _cross_checks(ops: Mapping[str, OpDef]) -> dict[str, list[Diagnostic]]:
         problems.setdefault(op.id, []).append(Diagnostic(code, message, location(op.source, op.id, fld), fix))
 
     graph: dict[Node, list[Node]] = {}  # (op, binding) -> the (op, binding) of each call its compose makes
+    sites: dict[Node, dict[int, Node]] = {}  # (op, binding) -> id of each of its Op nodes -> what it calls
     for op in ops.values():
         for binding, comp in op.compose.items():
             m = op.binding_map(binding)
             where = ", ".join(f"{v}={t}" for v, t in m.items()) or "the op"
             variables = {p.name: op.signature.resolve(p.type, m) for p in op.signature.inputs}
             variables.update({a.name: a.dtype for a in op.signature.attrs})
-            calls: list[Node] = []
+            calls: list[tuple[Op, Node]] = []
             try:
                 for name, value in comp.steps:
                     if name in variables:
@@ -130,24 +134,25 @@ def _cross_checks(ops: Mapping[str, OpDef]) -> dict[str, list[Diagnostic]]:
                 fail(op, "R010", "compose", f"for {where}: compose yields {got} where the result is {want}",
                      f"make the expression produce {want}")
                 break
-            graph[(op.id, binding)] = calls
+            graph[(op.id, binding)] = [n for _, n in calls]
+            sites[(op.id, binding)] = {id(x): n for x, n in calls}
         for law in op.laws:
             if law.over is not None:
                 _check_over(op, law.over, ops, fail)
     if not problems and not _check_cycles(graph, ops, fail):
-        _check_inline_size(graph, ops, fail)
+        _check_inline_size(graph, sites, ops, fail)
     return problems
 
 
-def _calls(e: Expr, variables: Mapping[str, DataType], table: _Table) -> list[Node]:
-    """The (op, binding) of each op call in ``e`` (which type-checks), one entry per call."""
+def _calls(e: Expr, variables: Mapping[str, DataType], table: _Table) -> list[tuple[Op, Node]]:
+    """Each op call in ``e`` (which type-checks) with the (op, binding) it calls."""
     out = []
     for x in subexprs(e):
         if isinstance(x, Op):
             sig = table.signature(x.op)
             types = [infer_type(a, "", variables, {}, table) for a in x.args]
             if sig is not None:
-                out.append((x.op, sig.bind(types, dict(x.types))[0]))
+                out.append((x, (x.op, sig.bind(types, dict(x.types))[0])))
     return out
 
 
@@ -206,11 +211,15 @@ def _check_cycles(graph: Mapping[Node, list[Node]], ops: Mapping[str, OpDef], fa
     return found
 
 
-def _check_inline_size(graph: Mapping[Node, list[Node]], ops: Mapping[str, OpDef], fail: Any) -> None:
-    """Refuse compositions that grow past MAX_INLINE_NODES when the emitter inlines the composites
-    they call (each call is inlined anew, so a chain of ops calling the previous one twice doubles
-    per link). Callees come first; a binding with a PTX template counts as one node."""
+def _check_inline_size(graph: Mapping[Node, list[Node]], sites: Mapping[Node, Mapping[int, Node]],
+                       ops: Mapping[str, OpDef], fail: Any) -> None:
+    """Refuse compositions that grow past MAX_INLINE_NODES nodes, or nest past MAX_INLINE_DEPTH
+    levels, when the emitter inlines the composites they call (each call is inlined anew, so a
+    chain of ops calling the previous one twice doubles per link; a chain of single calls nests one
+    definition inside the next, and the emitter and the reference recurse through all of them).
+    Callees come first; a binding with a PTX template counts as one node and one level."""
     size: dict[Node, int] = {}
+    depth: dict[Node, int] = {}
     pending = [n for n in graph if n[1] not in ops[n[0]].templates]
     while pending:
         progress = []
@@ -222,15 +231,36 @@ def _check_inline_size(graph: Mapping[Node, list[Node]], ops: Mapping[str, OpDef
                 total = sum(1 for e in exprs for _ in subexprs(e))
                 total += sum(size[c] - 1 for c in graph[node] if c in size)
                 size[node] = total
+                below = {site: depth[c] for site, c in sites[node].items() if c in depth}
+                depth[node] = max(_inlined_height(e, below) for e in exprs)
                 progress.append(node)
                 if total > MAX_INLINE_NODES:
                     fail(op, "R033", "compose", f"compose for {_show(node)} grows to {total} expression nodes when "
                          f"the composites it calls are inlined (at most {MAX_INLINE_NODES})",
                          "give a called composite a PTX template, or name repeated values with let steps")
+                elif depth[node] > MAX_INLINE_DEPTH:
+                    fail(op, "R033", "compose", f"compose for {_show(node)} nests {depth[node]} levels deep when the "
+                         f"composites it calls are inlined (at most {MAX_INLINE_DEPTH})",
+                         "give a called composite a PTX template, or call fewer composites inside one another")
         if not progress:
             return  # unreachable without a cycle, which is reported before this check runs
         done = set(progress)
         pending = [n for n in pending if n not in done]
+
+
+def _inlined_height(e: Expr, below: Mapping[int, int]) -> int:
+    """The height of ``e``'s tree (a leaf is 1) once the composite calls in it are inlined: a call
+    whose node id is in ``below`` stands on a definition that many levels deep. No recursion."""
+    heights: dict[int, int] = {}
+    stack: list[tuple[Expr, bool]] = [(e, False)]
+    while stack:
+        x, ready = stack.pop()
+        if ready:
+            heights[id(x)] = 1 + max([heights[id(c)] for c in children(x)] + [below.get(id(x), 0)])
+        else:
+            stack.append((x, True))
+            stack.extend((c, False) for c in children(x))
+    return heights[id(e)]
 
 
 def _key(n: Node) -> tuple[str, str]:

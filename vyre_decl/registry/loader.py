@@ -19,7 +19,7 @@ R021 bad attribute                               R022 bad atomic op shape
 R023 compose cycle                               R024 template is not a list of instructions
 R025 template writes or reads a wrong register   R026 template instruction not allowed
 R027 template operand is not a placeholder       R028 unknown or bad class
-R029 the loader failed on the file (a bug)    R033 compose too large once inlined
+R029 the loader failed on the file (a bug)    R033 compose too large or too deep once inlined
 R034 a registry snapshot entry is unreadable    R035 unknown trait
 R036 compose unrolls past 8,192 steps or rounds
 """
