@@ -109,9 +109,12 @@ def bandwidth_rows(be: Any, timer: EventTimer, dtype: str, log2n: int, reps: int
     launcher = cu.Launcher(fn, values, (256, 1, 1))
     launcher.set_grid((-(-(n // 4) // 256), 1, 1))
     launcher.set_stream(c_void_p(be.stream_handle))
+    cu.function("cuMemsetD8Async")(out.ptr, 0, n * 4, c_void_p(be.stream_handle))  # what the v4 kernel writes
     v4 = nbytes / timer.median(launcher, reps) / 1e9
+    assert _sampled(be.download(out)) == _sampled(np.arange(n).astype(np_t) + np_t.type(1)), "the v4 kernel is wrong"
     copy = cu.function("cuMemcpyDtoDAsync_v2")
     dtod = 2 * n * 4 / timer.median(lambda: copy(out.ptr, a.ptr, n * 4, c_void_p(be.stream_handle)), reps) / 1e9
+    assert _sampled(be.download(out)) == _sampled(np.arange(n).astype(np_t)), "the device copy is wrong"
     case = f"add {dtype} 2^{log2n}, resident (GB/s)"
     rows = [Row(case, ours, "hand-written ld/st.global.v4 PTX", v4, "GB/s", "higher", 0.97),
             Row(case, ours, "cuMemcpyDtoD (read + written)", dtod, "GB/s", "higher")]
@@ -120,6 +123,7 @@ def bandwidth_rows(be: Any, timer: EventTimer, dtype: str, log2n: int, reps: int
         ta = torch.arange(n, device="cuda", dtype=torch.int32 if dtype == "u32" else torch.float32)
         tb, tc = torch.ones_like(ta), torch.empty_like(ta)
         t = torch_seconds(torch, lambda: torch.add(ta, tb, out=tc), reps)
+        assert bool(torch.equal(tc, ta + tb)), "torch's add is wrong"
         rows.append(Row(case, ours, f"torch {torch.__version__} add(out=)", nbytes / t / 1e9, "GB/s", "higher", 1.0))
         del ta, tb, tc
     else:
@@ -128,6 +132,7 @@ def bandwidth_rows(be: Any, timer: EventTimer, dtype: str, log2n: int, reps: int
         ca = cupy.arange(n, dtype=np_t)
         cb, cc = cupy.ones_like(ca), cupy.empty_like(ca)
         t = cupy_seconds(cupy, lambda: cupy.add(ca, cb, out=cc), reps)
+        assert bool(cupy.array_equal(cc, ca + cb)), "CuPy's add is wrong"
         rows.append(Row(case, ours, f"CuPy {cupy.__version__} add(out=)", nbytes / t / 1e9, "GB/s", "higher"))
         del ca, cb, cc
     else:
@@ -145,6 +150,8 @@ def chain_rows(be: Any, timer: EventTimer, log2n: int, reps: int, v4_gbs: float 
     a, out = be.upload(x), be.allocate("f32", n)
     pipe = be.compile(chain_program())
     ours = timer.median(lambda: pipe.dispatch_resident([a, out]), reps)
+    want = _chain_numpy(x)  # every step is an IEEE operation rounded to f32: the same bits
+    assert np.array_equal(be.download(out), want), "the fused chain is wrong"
     case = f"fused {len(CHAIN_STEPS)}-step f32 chain 2^{log2n} (ms)"
     rows = []
     if v4_gbs:
@@ -167,17 +174,33 @@ def chain_rows(be: Any, timer: EventTimer, log2n: int, reps: int, v4_gbs: float 
             return v + 1.0
 
         t_eager = torch_seconds(torch, lambda: eager(tx), reps)
+        assert np.allclose(eager(tx).cpu().numpy(), want, rtol=1e-6), "torch's chain is wrong"
         rows.append(Row(case, ours * 1e3, "torch eager", t_eager * 1e3, "ms", "lower", 1.0))
         try:
             compiled = torch.compile(eager)
             compiled(tx)
             t_comp = torch_seconds(torch, lambda: compiled(tx), reps)
+            assert np.allclose(compiled(tx).cpu().numpy(), want, rtol=1e-6), "torch.compile's chain is wrong"
             rows.append(Row(case, ours * 1e3, "torch.compile", t_comp * 1e3, "ms", "lower", 1.0))
         except Exception as exc:  # noqa: BLE001 - an unusable compiler is a skip, with its reason
             rows.append(skipped(case + " vs torch.compile", f"torch.compile failed: {type(exc).__name__}: {exc}"[:200]))
     be.free(a)
     be.free(out)
     return rows
+
+
+def _sampled(values: np.ndarray) -> list[int]:
+    """Every 4099th element's bits and the last four: a cheap check of a whole buffer's result."""
+    bits = values.view(f"u{values.itemsize}")
+    return bits[::4099].tolist() + bits[-4:].tolist()
+
+
+def _chain_numpy(x: np.ndarray) -> np.ndarray:
+    """The fused chain in numpy f32 (each step rounded to f32, as in the kernel)."""
+    one = np.float32
+    v = x * one(1.5) + one(0.25)
+    v = np.sqrt(np.abs(v * v - one(3.0)))
+    return v * one(0.5) + one(1.0)
 
 
 class RawLaunch:

@@ -5,7 +5,7 @@ PyTorch (informative). Routines run as prepared plans (one graph replay each).""
 from __future__ import annotations
 
 from ctypes import c_void_p
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -32,23 +32,31 @@ def library_rows(be: Any, timer: EventTimer, reps: int, quick: bool) -> list[Row
     be.free(src)
     be.free(dst)
 
-    def plan_seconds(rid: str, inputs: list[np.ndarray], **attrs: int) -> float:
+    def plan_seconds(rid: str, inputs: list[np.ndarray], check: Callable[[np.ndarray], bool], **attrs: int) -> float:
+        """The routine's median time as a prepared plan; its output after the timed replays must
+        pass ``check`` (the bench measures only what computes the right thing)."""
         plan = routine(rid).plan(*inputs, backend=be, **attrs)
         try:
             for buf, arr in zip(plan.inputs, inputs):
                 be.upload_at(buf, 0, arr)
-            return timer.median(plan.replay, reps)
+            seconds = timer.median(plan.replay, reps)
+            assert check(be.download(plan.outputs[0])), f"{rid}: the benchmarked plan's result is wrong"
+            return seconds
         finally:
             plan.close()
 
     copy_name = "cuMemcpyDtoD (read + written)"
     x = rng.standard_normal(n).astype(np.float32)
-    rows = [Row(f"reduce.sum f32 2^{log2n}, bytes read (GB/s)", n * 4 / plan_seconds("reduce.sum", [x]) / 1e9,
+    prefix = np.cumsum(x, dtype=np.float64)  # the f32 sums differ from it only by rounding
+    bound = 1e-4 * np.cumsum(np.abs(x), dtype=np.float64)
+    rows = [Row(f"reduce.sum f32 2^{log2n}, bytes read (GB/s)", n * 4 / plan_seconds(
+                "reduce.sum", [x], lambda out: abs(float(out[0]) - prefix[-1]) <= bound[-1]) / 1e9,
                 copy_name, copy_gbs, "GB/s", "higher", 0.85),
-            Row(f"scan.sum f32 2^{log2n}, bytes read + written (GB/s)", 2 * n * 4 / plan_seconds("scan.sum", [x]) / 1e9,
+            Row(f"scan.sum f32 2^{log2n}, bytes read + written (GB/s)", 2 * n * 4 / plan_seconds(
+                "scan.sum", [x], lambda out: bool((np.abs(out - prefix) <= bound).all())) / 1e9,
                 copy_name, copy_gbs, "GB/s", "higher", 0.70)]
     keys = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
-    ours = plan_seconds("sort.radix", [keys])
+    ours = plan_seconds("sort.radix", [keys], lambda out: np.array_equal(out, np.sort(keys)))
     if cupy is not None:
         ck = cupy.asarray(keys)
         rows.append(Row(f"sort.radix u32 2^{log2n} (ms)", ours * 1e3, "cupy.sort", cupy_seconds(cupy, lambda: cupy.sort(ck), reps)
@@ -57,7 +65,7 @@ def library_rows(be: Any, timer: EventTimer, reps: int, quick: bool) -> list[Row
     else:
         rows.append(skipped("sort.radix vs cupy.sort", "CuPy is not importable"))
     a, b = (rng.standard_normal(cols * cols).astype(np.float32) for _ in range(2))
-    ours = plan_seconds("linalg.matmul", [a, b], m=cols, k=cols, n=cols)
+    ours = plan_seconds("linalg.matmul", [a, b], lambda out: _matmul_close(out, a, b, cols), m=cols, k=cols, n=cols)
     flops = 2 * cols**3
     if torch is not None:
         torch.backends.cuda.matmul.allow_tf32 = False
@@ -66,14 +74,34 @@ def library_rows(be: Any, timer: EventTimer, reps: int, quick: bool) -> list[Row
         rows.append(Row(f"linalg.matmul f32 {cols}^2 (TFLOP/s)", flops / ours / 1e12, "torch fp32 matmul, TF32 off",
                         flops / theirs / 1e12, "TFLOP/s", "higher", 0.40))
         tx = torch.as_tensor(x[: cols * cols], device="cuda").view(cols, cols)
-        ours_sm = plan_seconds("nn.softmax", [x[: cols * cols]], cols=cols)
+        ours_sm = plan_seconds("nn.softmax", [x[: cols * cols]], lambda out: _softmax_close(out, x[: cols * cols], cols),
+                               cols=cols)
         rows.append(Row(f"nn.softmax f32 {cols} x {cols} (ms)", ours_sm * 1e3, "torch softmax",
                         torch_seconds(torch, lambda: tx.softmax(1), reps) * 1e3, "ms", "lower", 1.5))
+        assert _matmul_close((ta @ tb).cpu().numpy().reshape(-1), a, b, cols), "torch's matmul is wrong"
+        assert _softmax_close(tx.softmax(1).cpu().numpy().reshape(-1), x[: cols * cols], cols), "torch's softmax is wrong"
         del ta, tb, tx
         rows += _math_rows(be, timer, torch, n, reps, log2n)
     else:
         rows.append(skipped("matmul, softmax and float functions vs torch", "PyTorch with CUDA is not importable"))
     return rows
+
+
+def _matmul_close(out: np.ndarray, a: np.ndarray, b: np.ndarray, cols: int) -> bool:
+    """Rows 0, 1 and the last of a @ b (row-major cols x cols) within f32 rounding of the f64 product."""
+    am, bm, om = (v.reshape(cols, cols) for v in (a, b, out))
+    rows = [0, 1, cols - 1]
+    want = am[rows].astype(np.float64) @ bm.astype(np.float64)
+    bound = 1e-5 * (np.abs(am[rows]).astype(np.float64) @ np.abs(bm).astype(np.float64))
+    return bool((np.abs(om[rows] - want) <= bound).all())
+
+
+def _softmax_close(out: np.ndarray, x: np.ndarray, cols: int) -> bool:
+    """Each row of the softmax of x (row-major, cols columns) within 1e-5 relative of the f64 one."""
+    xm = x.reshape(-1, cols).astype(np.float64)
+    e = np.exp(xm - xm.max(axis=1, keepdims=True))
+    want = e / e.sum(axis=1, keepdims=True)
+    return bool((np.abs(out.reshape(-1, cols) - want) <= 1e-5 * want + 1e-12).all())
 
 
 def _math_rows(be: Any, timer: EventTimer, torch: Any, n: int, reps: int, log2n: int) -> list[Row]:
@@ -87,6 +115,9 @@ def _math_rows(be: Any, timer: EventTimer, torch: Any, n: int, reps: int, log2n:
         pipe = be.compile(map_program(f"primitive.float.{fn}", "f32"))
         ours = timer.median(lambda: pipe.dispatch_resident([a, out]), reps)
         theirs = torch_seconds(torch, lambda: getattr(torch, fn)(tx, out=ty), reps)
+        want = getattr(np, fn)(x.astype(np.float64))  # both within a few f32 ULP of the true values
+        for got in (be.download(out), ty.cpu().numpy()):
+            assert np.allclose(got, want, rtol=4e-7, atol=0), f"{fn}: a benchmarked result is wrong"
         rows.append(Row(f"{fn} f32 2^{log2n} (ms)", ours * 1e3, f"torch.{fn}(out=)", theirs * 1e3, "ms", "lower",
                         note="correctly rounded or within the op's ulp; torch's CUDA functions are not"))
     be.free(a)
