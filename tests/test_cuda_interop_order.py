@@ -51,6 +51,7 @@ def cuda(torch):
 
 
 def _busy(stream: int) -> bool:
+    """Whether work queued on ``stream`` (a CUstream handle) is still running."""
     return cu.function("cuStreamQuery")(stream) == cu.CUDA_ERROR_NOT_READY
 
 
@@ -67,7 +68,7 @@ def test_wrap_of_a_tensor_without_a_stream_waits_for_torchs_queued_work(torch, c
     y.fill_(5.0)  # would overwrite our output if it ran after our kernel
     assert "stream" not in x.__cuda_array_interface__  # PyTorch: version 2, no stream
     xv, yv = cuda.wrap(x), cuda.wrap(y)
-    assert _busy(torch.cuda.current_stream().cuda_stream or cu.CU_STREAM_LEGACY)  # torch is still writing
+    assert not torch.cuda.current_stream().query()  # torch is still writing
     cuda.compile(PLUS_ONE).dispatch_resident([xv, yv])
     cuda.synchronize()
     assert int((y == 4.0).sum()) == N
@@ -83,7 +84,7 @@ def test_wrap_honours_a_named_stream_and_a_version_3_stream(torch, cuda):
     y = cuda.allocate("f32", N)
     pipe = cuda.compile(PLUS_ONE)
     pipe.dispatch_resident([cuda.wrap(x, stream=side), y])
-    assert _busy(side.cuda_stream)
+    assert not side.query()  # torch is still writing on its side stream
     assert int((torch.from_dlpack(y) == 3.0).sum()) == N
 
     class Version3:

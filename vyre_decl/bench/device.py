@@ -150,7 +150,7 @@ def chain_rows(be: Any, timer: EventTimer, log2n: int, reps: int, v4_gbs: float 
     a, out = be.upload(x), be.allocate("f32", n)
     pipe = be.compile(chain_program())
     ours = timer.median(lambda: pipe.dispatch_resident([a, out]), reps)
-    want = _chain_numpy(x)  # every step is an IEEE operation rounded to f32: the same bits
+    want = _chain_numpy(x)  # every step is an IEEE operation rounded to f32: ours gives the same bits
     assert np.array_equal(be.download(out), want), "the fused chain is wrong"
     case = f"fused {len(CHAIN_STEPS)}-step f32 chain 2^{log2n} (ms)"
     rows = []
@@ -174,13 +174,13 @@ def chain_rows(be: Any, timer: EventTimer, log2n: int, reps: int, v4_gbs: float 
             return v + 1.0
 
         t_eager = torch_seconds(torch, lambda: eager(tx), reps)
-        assert np.allclose(eager(tx).cpu().numpy(), want, rtol=1e-6), "torch's chain is wrong"
+        assert _chain_close(eager(tx).cpu().numpy(), want), "torch's chain is wrong"
         rows.append(Row(case, ours * 1e3, "torch eager", t_eager * 1e3, "ms", "lower", 1.0))
         try:
             compiled = torch.compile(eager)
             compiled(tx)
             t_comp = torch_seconds(torch, lambda: compiled(tx), reps)
-            assert np.allclose(compiled(tx).cpu().numpy(), want, rtol=1e-6), "torch.compile's chain is wrong"
+            assert _chain_close(compiled(tx).cpu().numpy(), want), "torch.compile's chain is wrong"
             rows.append(Row(case, ours * 1e3, "torch.compile", t_comp * 1e3, "ms", "lower", 1.0))
         except Exception as exc:  # noqa: BLE001 - an unusable compiler is a skip, with its reason
             rows.append(skipped(case + " vs torch.compile", f"torch.compile failed: {type(exc).__name__}: {exc}"[:200]))
@@ -201,6 +201,13 @@ def _chain_numpy(x: np.ndarray) -> np.ndarray:
     v = x * one(1.5) + one(0.25)
     v = np.sqrt(np.abs(v * v - one(3.0)))
     return v * one(0.5) + one(1.0)
+
+
+def _chain_close(got: np.ndarray, want: np.ndarray) -> bool:
+    """A baseline's chain against ours: compilers may contract x * x - 3 into an fma, whose
+    rounding differs by an ULP of x * x (up to ~4e-6 here), which the square root of a result near
+    zero turns into ~2e-3."""
+    return bool(np.allclose(got, want, rtol=1e-5, atol=4e-3))
 
 
 class RawLaunch:
