@@ -157,21 +157,26 @@ def test_device_memory_has_bounds(sim):
     assert code("cuMemcpyDtoH_v2", ctypes.create_string_buffer(4), cu.CUdeviceptr(ptr), 4) == 1
 
 
-def test_two_devices_have_their_own_contexts_and_memory(two):
+def test_two_devices_have_their_own_contexts_and_memory(two, monkeypatch):
     c0, c1 = context(0, current=False), context(1, current=False)
     cu.call("cuCtxSetCurrent", c1)
     p1, s1 = alloc(256), stream()
     cu.call("cuCtxSetCurrent", c0)
     p0, s0 = alloc(256), stream()
     assert p1 - p0 == 1 << 40  # one unified address space, a terabyte apart
-    # issue 25 item 2: device 1's pointer used while device 0's context is current
-    assert code("cuMemsetD8Async", cu.CUdeviceptr(p1), 5, 256, s1) == 1
-    assert code("cuMemsetD8Async", cu.CUdeviceptr(p0), 5, 256, s1) == 400  # device 1's stream
+    # issue 25 item 2: one context's pointer with another context's stream (the H100 answered 1)
+    assert code("cuMemsetD8Async", cu.CUdeviceptr(p1), 5, 256, s0) == 1
+    assert code("cuMemsetD8Async", cu.CUdeviceptr(p0), 5, 256, s1) == 1
+    assert code("cuMemsetD8_v2", cu.CUdeviceptr(p1), 5, 256) == 1  # the legacy stream: the current context's
     assert code("cuMemGetAddressRange_v2", None, byref(c_size_t()), cu.CUdeviceptr(p1)) == 500
+    assert code("cuEventRecord", event(), s1) == 400  # an event of device 0, a stream of device 1
+    cu.call("cuMemsetD8Async", cu.CUdeviceptr(p1), 6, 256, s1)  # a stream works in its own context
     cu.call("cuMemsetD8Async", cu.CUdeviceptr(p0), 5, 256, s0)
-    cu.call("cuMemcpyDtoDAsync_v2", cu.CUdeviceptr(p1), cu.CUdeviceptr(p0), 256, s0)  # unified addressing
+    cu.call("cuMemcpyDtoDAsync_v2", cu.CUdeviceptr(p1), cu.CUdeviceptr(p0), 128, s0)  # unified addressing
     cu.call("cuStreamSynchronize", s0)
-    assert device_bytes(two, p1, 256, ordinal=1) == b"\5" * 256
+    assert device_bytes(two, p1, 256, ordinal=1) == b"\5" * 128 + bytes(128)  # device 1's memset: still queued
+    cu.call("cuStreamSynchronize", s1)  # then runs, after the copy: 6s everywhere
+    assert device_bytes(two, p1, 256, ordinal=1) == b"\6" * 256
     assert two.model.devices[1].memory.range_of(p0) is None
 
 

@@ -99,9 +99,9 @@ class LaunchCalls(DriverBase):
 
     def _launch(self, function: int | None, grid: tuple[int, int, int], block: tuple[int, int, int], shared: int,
                 stream: int | None, params: int | None, extra: int | None, cooperative: bool) -> None:
-        state = self.ctx()
-        fn = self.lookup(function, SimFunction, state)
-        target = self.stream(stream, state)
+        target = self.target(stream)
+        state = target.owner
+        fn = self.lookup(function, SimFunction, state)  # the function and the stream: one context
         profile = state.device.profile
         _check(profile, fn, grid, block, shared)
         per_sm = blocks_per_sm(fn, profile, block[0] * block[1] * block[2], shared)

@@ -1,9 +1,10 @@
 """The simulated driver's memory calls: device allocations, pinned host memory, memsets and copies.
 
 Device memory is a ``DeviceMemory`` per device (vyre_decl.sim.memory); an allocation belongs to
-the context that made it. Memsets need a pointer of the current context (another context's
-pointer is CUDA_ERROR_INVALID_VALUE, as the driver answers); copies may name any live allocation
-(unified addressing).
+the context that made it. A stream-ordered call works in its stream's context (the current one
+for the default streams): a memset needs a pointer of that context (another context's pointer is
+CUDA_ERROR_INVALID_VALUE, as the driver answered on the H100 in issue 25); copies may name any
+live allocation (unified addressing).
 
 When a copy touches host memory follows the CUDA "API synchronization behavior" rules:
 
@@ -115,9 +116,8 @@ class MemoryCalls(DriverBase):
         return 0
 
     def cuMemsetD8Async(self, ptr: int, value: int, nbytes: int, stream: int | None) -> int:
-        state = self.ctx()
-        work = self._memset(state, ptr, value, nbytes)
-        self.queue(self.stream(stream, state), work)
+        target = self.target(stream)
+        self.queue(target, self._memset(target.owner, ptr, value, nbytes))
         return 0
 
     def _memset(self, state: CtxState, ptr: int, value: int, nbytes: int) -> Work:
@@ -160,24 +160,21 @@ class MemoryCalls(DriverBase):
         return 0
 
     def cuMemcpyHtoDAsync_v2(self, dst: int, src: int | None, nbytes: int, stream: int | None) -> int:
-        state = self.ctx()
-        target = self.stream(stream, state)
+        target = self.target(stream)
         self.queue(target, self._h2d(dst, src or 0, nbytes, self._host(src, nbytes)))
         return 0
 
     def cuMemcpyDtoHAsync_v2(self, dst: int | None, src: int, nbytes: int, stream: int | None) -> int:
-        state = self.ctx()
-        target = self.stream(stream, state)
+        target = self.target(stream)
         pinned = self._host(dst, nbytes)
         command = self.queue(target, self._d2h(dst, src, nbytes))
         if pinned is None and target.capture is None:  # pageable memory: returns once copied
             force(command, self)
-            self.check_healthy(state)
+            self.check_healthy(target.owner)
         return 0
 
     def cuMemcpyDtoDAsync_v2(self, dst: int, src: int, nbytes: int, stream: int | None) -> int:
-        state = self.ctx()
-        target = self.stream(stream, state)
+        target = self.target(stream)
         self.queue(target, self._d2d(dst, src, nbytes))
         return 0
 

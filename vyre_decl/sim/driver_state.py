@@ -214,21 +214,33 @@ class DriverBase:
         state.context.state = None
 
     # --- streams
-    def stream(self, handle: int | None, state: CtxState) -> Stream:
-        """The stream ``handle`` names in ``state``'s context: 0/NULL and CU_STREAM_LEGACY (1) the
-        legacy default stream, CU_STREAM_PER_THREAD (2) this thread's default stream."""
-        if not handle or handle == 1:
+    @staticmethod
+    def default_stream(handle: int | None, state: CtxState) -> Stream:
+        """A default stream of ``state``'s context: 0/NULL and CU_STREAM_LEGACY (1) the legacy
+        default stream, CU_STREAM_PER_THREAD (2) this thread's default stream."""
+        if handle != 2:
             return state.legacy
-        if handle == 2:
-            key = threading.get_ident()
-            found = state.per_thread.get(key)
-            if found is None:
-                found = state.per_thread[key] = Stream(state, PER_THREAD, handle=2)
-            return found
-        stream = self.lookup(handle, Stream, state)
-        if stream.destroyed:
+        key = threading.get_ident()
+        found = state.per_thread.get(key)
+        if found is None:
+            found = state.per_thread[key] = Stream(state, PER_THREAD, handle=2)
+        return found
+
+    def target(self, handle: int | None) -> Stream:
+        """The stream a stream-ordered call names. A created stream carries its context, and the
+        call works in that one (its pointers, functions and events must be of it: the driver
+        answers CUDA_ERROR_INVALID_VALUE for a pointer of the current context used with another
+        context's stream); the default streams are the current context's. A current context is
+        needed either way."""
+        current = self.ctx(allow_poisoned=True)
+        if (handle or 0) in (0, 1, 2):
+            self.check_healthy(current)
+            return self.default_stream(handle, current)
+        found = self.lookup(handle, Stream)
+        if found.destroyed:
             raise DriverError(INVALID_HANDLE, "the stream was destroyed")
-        return stream
+        self.check_healthy(found.owner)
+        return found
 
     def queue(self, stream: Stream, work: Work, extra: tuple[Command, ...] = ()) -> Command | None:
         """``enqueue`` with the capture rules: work for the legacy stream while a blocking stream

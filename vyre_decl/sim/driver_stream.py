@@ -92,31 +92,20 @@ class StreamCalls(DriverBase):
         self.forget(found.handle)
         return 0
 
-    def _any_stream(self, handle: int | None) -> Stream:
-        """A stream of any live context (the default streams: the current context's)."""
-        if (handle or 0) in (0, 1, 2):
-            return self.stream(handle, self.ctx())
-        self.require_init()
-        found = self.lookup(handle, Stream)
-        if found.destroyed:
-            raise DriverError(INVALID_HANDLE, "the stream was destroyed")
-        self.check_healthy(found.owner)
-        return found
-
     def _not_capturing(self, stream: Stream) -> None:
         if stream.capture is not None:
             stream.capture.invalidated = True
             raise DriverError(CAPTURE_UNSUPPORTED, "the stream is capturing")
 
     def cuStreamSynchronize(self, stream: int | None) -> int:
-        found = self._any_stream(stream)
+        found = self.target(stream)
         self._not_capturing(found)
         force(found.pending(), self)
         self.check_healthy(found.owner)
         return 0
 
     def cuStreamQuery(self, stream: int | None) -> int:
-        found = self._any_stream(stream)
+        found = self.target(stream)
         self._not_capturing(found)
         return self._query(found.pending(), found.owner)
 
@@ -142,9 +131,9 @@ class StreamCalls(DriverBase):
         return 0
 
     def cuEventRecord(self, event: int | None, stream: int | None) -> int:
-        state = self.ctx()
+        target = self.target(stream)
+        state = target.owner
         ev = self.lookup(event, Event, state)  # the event and the stream: one context
-        target = self.stream(stream, state)
         ev.records += 1
         number, device = ev.records, state.device
 
@@ -160,8 +149,7 @@ class StreamCalls(DriverBase):
         return 0
 
     def cuStreamWaitEvent(self, stream: int | None, event: int | None, flags: int) -> int:
-        state = self.ctx()
-        target = self.stream(stream, state)
+        target = self.target(stream)
         ev = self.lookup(event, Event)  # may be another context's (a wait across devices)
         if flags not in (0, 1):
             raise DriverError(INVALID_VALUE, f"cuStreamWaitEvent flags {flags}")
@@ -211,8 +199,8 @@ class StreamCalls(DriverBase):
 
     # --- capture and graphs
     def cuStreamBeginCapture_v2(self, stream: int | None, mode: int) -> int:
-        state = self.ctx()
-        target = self.stream(stream, state)
+        target = self.target(stream)
+        state = target.owner
         if target.kind == LEGACY:
             raise DriverError(CAPTURE_UNSUPPORTED, "the legacy stream cannot be captured")
         if mode not in (0, 1, 2):
@@ -224,8 +212,8 @@ class StreamCalls(DriverBase):
         return 0
 
     def cuStreamEndCapture(self, stream: int | None, graph: int | None) -> int:
-        state = self.ctx()
-        target = self.stream(stream, state)
+        target = self.target(stream)
+        state = target.owner
         cap = target.capture
         if cap is None:
             raise DriverError(ILLEGAL_STATE, "the stream is not capturing")
@@ -250,9 +238,8 @@ class StreamCalls(DriverBase):
         return 0
 
     def cuGraphLaunch(self, graph_exec: int | None, stream: int | None) -> int:
-        state = self.ctx()
-        found = self.lookup(graph_exec, GraphExec, state)
-        target = self.stream(stream, state)
+        target = self.target(stream)
+        found = self.lookup(graph_exec, GraphExec, target.owner)  # the graph and the stream: one context
         for node in found.nodes:
             self.queue(target, node)
         return 0
