@@ -5,12 +5,15 @@ contexts per thread (wrong and destroyed contexts), device memory and its bounds
 
 from __future__ import annotations
 
+import ast
 import ctypes
 import threading
+from pathlib import Path
 from ctypes import byref, c_int, c_size_t, c_uint64, c_void_p
 
 import pytest
 
+import vyre_decl.sim
 from vyre_decl import libcuda as cu
 from vyre_decl.sim import PROFILES, PROTOTYPES, Driver, SimDriverLibrary, driver_library
 
@@ -44,6 +47,8 @@ def test_the_library_hands_out_function_pointers_as_cdll_does(sim):
         sim.cuNoSuchFunction
     with pytest.raises(AttributeError):  # a PyDLL built on the handle finds no driver function
         ctypes.PyDLL(sim._name, handle=sim._handle)["cuInit"]
+    version = c_int()
+    assert sim.python_api()["cuDriverGetVersion"](byref(version)) == 0 and version.value == 13000  # keeps the GIL
     # the sim's own prototype table covers libcuda's, with the same arities
     assert {n: len(t) for n, t in cu._PROTOTYPES.items()} == {n: len(PROTOTYPES[n]) for n in cu._PROTOTYPES}
     assert set(PROTOTYPES) == set(cu._PROTOTYPES)
@@ -193,3 +198,14 @@ def test_a_defect_of_the_model_is_cuda_error_unknown_never_an_exception_into_cty
     assert fn(byref(c_int())) == 999
     assert "a bug in the model" in driver.errors[-1]
     assert "Traceback" not in capsys.readouterr().err  # nothing printed by ctypes
+
+
+def test_the_simulator_depends_on_nothing_else_in_vyre_decl():
+    root = Path(vyre_decl.sim.__file__).parent
+    for path in root.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            assert not [n for n in names if n.startswith("vyre_decl") and not n.startswith("vyre_decl.sim")], path
+            if isinstance(node, ast.ImportFrom) and node.level:
+                assert node.level == 1, f"{path} imports from outside vyre_decl.sim"

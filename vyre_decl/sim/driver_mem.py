@@ -136,9 +136,8 @@ class MemoryCalls(DriverBase):
     def cuMemcpyHtoD_v2(self, dst: int, src: int | None, nbytes: int) -> int:
         state = self.ctx()
         pinned = self._host(src, nbytes)
-        if pinned is not None:
-            self.unsafe_during_capture()
-        else:
+        self.unsafe_during_capture()
+        if pinned is None:
             force(state.legacy.pending(), self)  # a pageable source: the stream syncs first
             self.check_healthy(state)
         command = self.queue(state.legacy, self._h2d(dst, src or 0, nbytes, pinned))
