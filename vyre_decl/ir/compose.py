@@ -12,7 +12,9 @@ Steps are separated by newlines or ``;``. A ``let`` inside a repetition lives fo
 Everything unrolls here, so the definition becomes straight-line steps with unique names
 (``x``, then ``x.1``, ``x.2``... for its later values): both backends evaluate the same list.
 Unrolling stops at ``MAX_UNROLLED_STEPS`` steps and at as many rounds of ``repeat`` (an empty
-round makes no step but still costs time): either limit raises ``UnrollLimitError``.
+round makes no step but still costs time): either limit raises ``UnrollLimitError``. A definition
+is read once for each binding, so the op loader also gives every file a ``ComposeBudget``: the
+tokens, steps and rounds of all its definitions, over all their bindings (``ComposeBudgetError``).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from .exprparse import ExprParser
 from .types import DataType
 from .walk import substitute
 
-__all__ = ["parse_compose", "ComposeSteps", "MAX_UNROLLED_STEPS", "MAX_UNROLLED_ROUNDS", "UnrollLimitError"]
+__all__ = ["parse_compose", "ComposeSteps", "MAX_UNROLLED_STEPS", "MAX_UNROLLED_ROUNDS", "UnrollLimitError",
+           "ComposeBudget", "ComposeBudgetError"]
 
 ComposeSteps = tuple[tuple[tuple[str, Expr], ...], Expr]
 """A parsed compose definition: the named steps (name, value) in order, then the result."""
@@ -38,6 +41,27 @@ MAX_UNROLLED_ROUNDS: Final = MAX_UNROLLED_STEPS  # rounds of every repeat, neste
 class UnrollLimitError(ParseError):
     """P008: a compose definition that unrolls past ``MAX_UNROLLED_STEPS`` steps or
     ``MAX_UNROLLED_ROUNDS`` rounds (the op loader reports it as R036)."""
+
+
+class ComposeBudgetError(ParseError):
+    """P008: the definitions sharing a ``ComposeBudget`` take more than it (the op loader: R037)."""
+
+
+class ComposeBudget:
+    """Work shared by several ``parse_compose`` calls (those of one op file): each token read, step
+    unrolled and round run costs one. The standard library's largest file spends about 15,000."""
+
+    LIMIT: Final = 1 << 18
+
+    def __init__(self) -> None:
+        self.left = self.LIMIT
+
+    def spend(self, parser: ExprParser, units: int, pos: int) -> None:
+        self.left -= units
+        if self.left < 0:
+            fail(parser.src, parser.filename, pos, "P008", f"the compose definitions of this file, read once for "
+                 f"each binding, take more than {self.LIMIT:,} tokens, steps and rounds in all",
+                 "give the ops with many type combinations PTX templates, or split the file", ComposeBudgetError)
 
 
 @dataclass
@@ -114,8 +138,8 @@ class _ComposeParser(ExprParser):
 class _Unroller:
     """Turns parsed steps into straight-line steps with unique names."""
 
-    def __init__(self, parser: _ComposeParser, operands: frozenset[str]) -> None:
-        self.parser, self.operands = parser, operands
+    def __init__(self, parser: _ComposeParser, operands: frozenset[str], budget: ComposeBudget) -> None:
+        self.parser, self.operands, self.budget = parser, operands, budget
         self.steps: list[tuple[str, Expr]] = []
         self.versions: dict[str, int] = {}
         self.rounds = 0
@@ -147,6 +171,7 @@ class _Unroller:
             self.steps.append((unique, substitute(item.value, env)))
             if len(self.steps) > MAX_UNROLLED_STEPS:
                 self.too_far(item.pos, f"{MAX_UNROLLED_STEPS:,} steps")
+            self.budget.spend(self.parser, 1, item.pos)
             if item.new:
                 fresh.append(item.name)
             env[item.name] = Var(unique)
@@ -160,6 +185,7 @@ class _Unroller:
             self.rounds += 1
             if self.rounds > MAX_UNROLLED_ROUNDS:
                 self.too_far(item.pos, f"{MAX_UNROLLED_ROUNDS:,} rounds of repeat")
+            self.budget.spend(self.parser, 1, item.pos)
             if item.var is not None:
                 env[item.var] = Lit(DataType.U32, i & 0xFFFFFFFF)
             fresh: list[str] = []
@@ -174,10 +200,13 @@ class _Unroller:
 
 
 def parse_compose(src: str, type_vars: Mapping[str, DataType], filename: str = "<compose>",
-                  operands: frozenset[str] = frozenset()) -> ComposeSteps:
+                  operands: frozenset[str] = frozenset(), budget: ComposeBudget | None = None) -> ComposeSteps:
     """Parse and unroll an op's compose definition for one binding of its type variables.
-    ``operands`` are the op's operand and attribute names, which steps may not rebind."""
+    ``operands`` are the op's operand and attribute names, which steps may not rebind; ``budget``
+    (default: one of its own) is shared with the other definitions read for the same file."""
+    budget = budget or ComposeBudget()
     parser = _ComposeParser(src, filename, type_vars)
+    budget.spend(parser, len(parser.toks), 0)
     items = parser.steps(in_block=False)
     if parser.peek()[0] == "eof":
         parser.error(parser.peek(), "P002", "compose ends without its result expression",
@@ -187,7 +216,7 @@ def parse_compose(src: str, type_vars: Mapping[str, DataType], filename: str = "
     if tok[0] != "eof":
         parser.error(tok, "P002", f"unexpected {parser.describe(tok)} after the result expression",
                      "the result expression comes last; name earlier values with let")
-    unroller = _Unroller(parser, operands)
+    unroller = _Unroller(parser, operands, budget)
     env: dict[str, Expr] = {}
     unroller.run(items, env, [])
     return tuple(unroller.steps), substitute(result, env)

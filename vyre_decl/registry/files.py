@@ -19,6 +19,7 @@ from typing import Any, Final
 from ..ir.diagnostics import Diagnostic
 from .sources import MAX_FILE_BYTES, read_bytes
 from .model import DialectInfo, OpDef
+from ..ir.compose import ComposeBudget
 from .opbuild import ID_RE, build_op, location
 from .schema import check_shape
 
@@ -137,6 +138,7 @@ def _read(res: FileResult, data: bytes | OSError) -> None:
                       "remove it or give an op class = \"" + cname + "\"")
     seen: set[str] = set()
     bindings = 0
+    budget = ComposeBudget()  # the compose work of the whole file, every binding of every op (R037)
     for op in ops:
         op_id = op["id"]
         if op_id in seen:
@@ -151,7 +153,7 @@ def _read(res: FileResult, data: bytes | OSError) -> None:
                           f"define [class.{cname}] in this file or use one of {', '.join(classes) or '(none)'}", op_id)
                 continue
             fields = {**classes[cname], **fields}
-        built = build_op(fields, op_id, name, path, res.diags)
+        built = build_op(fields, op_id, name, path, res.diags, budget)
         if built is not None:
             res.ops[op_id] = built
             bindings += len(built.bindings())

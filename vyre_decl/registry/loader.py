@@ -21,7 +21,7 @@ R025 template writes or reads a wrong register   R026 template instruction not a
 R027 template operand is not a placeholder       R028 unknown or bad class
 R029 the loader failed on the file (a bug)    R033 compose too large or too deep once inlined
 R034 a registry snapshot entry is unreadable    R035 unknown trait
-R036 compose unrolls past 8,192 steps or rounds
+R036 compose unrolls past 8,192 steps or rounds  R037 a file's compose work over 262,144
 """
 
 from __future__ import annotations

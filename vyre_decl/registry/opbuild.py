@@ -17,7 +17,7 @@ from typing import Any, Final, Mapping
 
 from ..ir.diagnostics import Diagnostic, message_and_fix
 from ..ir.nodes import Atomic, BufLen, Expr, Id, Load
-from ..ir.compose import UnrollLimitError, parse_compose
+from ..ir.compose import ComposeBudget, ComposeBudgetError, UnrollLimitError, parse_compose
 from ..ir.lexer import ParseError
 from ..ir.scalars import ScalarError, parse_value
 from ..ir.signature import AttrSig, Binding, OpSignature, Param
@@ -49,15 +49,18 @@ def location(path: Path, op: str | None = None, fld: str | None = None) -> str:
     return text
 
 
-def build_op(fields: Mapping[str, Any], op_id: str, dialect: str, path: Path, diags: list[Diagnostic]) -> OpDef | None:
+def build_op(fields: Mapping[str, Any], op_id: str, dialect: str, path: Path, diags: list[Diagnostic],
+             budget: ComposeBudget | None = None) -> OpDef | None:
     """The OpDef of one op (``fields``: its keys merged over its class's), or None after adding
-    diagnostics to ``diags``."""
-    return _OpBuilder(fields, op_id, dialect, path, diags).build()
+    diagnostics to ``diags``. ``budget``: the compose work left to the op's file (R037)."""
+    return _OpBuilder(fields, op_id, dialect, path, diags, budget or ComposeBudget()).build()
 
 
 class _OpBuilder:
-    def __init__(self, fields: Mapping[str, Any], op_id: str, dialect: str, path: Path, diags: list[Diagnostic]) -> None:
+    def __init__(self, fields: Mapping[str, Any], op_id: str, dialect: str, path: Path, diags: list[Diagnostic],
+                 budget: ComposeBudget) -> None:
         self.f, self.id, self.dialect, self.path, self.diags = fields, op_id, dialect, path, diags
+        self.budget = budget
         self.start = len(diags)
         self.type_vars: dict[str, tuple[DataType, ...]] = {}
 
@@ -281,13 +284,15 @@ class _OpBuilder:
                 return {}
             src, fld = found[b]
             try:
-                steps, expr = parse_compose(src, dict(zip(self.type_vars, b)), location(self.path, self.id, fld), names)
-            except ParseError as exc:  # R036: it parses but unrolls too far; R009: it does not parse
+                steps, expr = parse_compose(src, dict(zip(self.type_vars, b)), location(self.path, self.id, fld), names,
+                                            self.budget)
+            except ParseError as exc:  # R036/R037: it parses but unrolls too far; R009: it does not parse
                 d = exc.diagnostics[0]
                 where = f" for {self.describe(b)}" if b else ""
                 at = d.location.rpartition(' ')[2]
-                if isinstance(exc, UnrollLimitError):
-                    self.err("R036", fld, f"at {at}{where}: {d.message}", d.fix)
+                if isinstance(exc, (UnrollLimitError, ComposeBudgetError)):
+                    self.err("R036" if isinstance(exc, UnrollLimitError) else "R037", fld, f"at {at}{where}: {d.message}",
+                             d.fix)
                 else:
                     self.err("R009", fld, f"compose does not parse{where} at {at}: {d.message}", d.fix)
                 return {}
