@@ -1,0 +1,89 @@
+"""The sanitizer's checks on shared memory: bounds (finding 'oob_shared', or without the sanitizer
+a KernelFault 'illegal_address'), and races between barriers (finding 'shared_race': two lanes of
+one block touch the same byte, at least one writing, with no bar.sync between them). Atomics are
+not tracked (they do not race with one another). Barrier divergence and unwritten registers are
+checked where they happen (ptx_exec, ptx_machine)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .ptx_machine import Machine
+
+__all__ = ["RaceTracker", "shared_access"]
+
+
+class RaceTracker:
+    """For each shared byte of every block, since the last barrier: the lane that wrote it (-1:
+    none) and the lane that read it (-1: none, -2: several lanes)."""
+
+    def __init__(self, nbytes: int) -> None:
+        self.writer = np.full(nbytes, -1, dtype=np.int64)
+        self.reader = np.full(nbytes, -1, dtype=np.int64)
+        self.dirty = False
+
+    def reset(self) -> None:
+        if self.dirty:
+            self.writer.fill(-1)
+            self.reader.fill(-1)
+            self.dirty = False
+
+    def access(self, m: Machine, flat: np.ndarray, lanes: np.ndarray, width: int, write: bool) -> None:
+        if flat.size == 0:
+            return
+        self.dirty = True
+        byte = (flat[:, None] + np.arange(width)).ravel()
+        lane = np.repeat(lanes, width)
+        w, r = self.writer[byte], self.reader[byte]
+        clash = (w >= 0) & (w != lane)
+        if write:
+            clash |= (r == -2) | ((r >= 0) & (r != lane))
+        uniq, first, counts = np.unique(byte, return_index=True, return_counts=True)
+        shared_here = counts > 1  # several lanes of this instruction touch the byte
+        if write and shared_here.any():
+            dup = np.isin(byte, uniq[shared_here])
+            clash |= dup
+        if clash.any():
+            k = int(np.flatnonzero(clash)[0])
+            other = int(w[k]) if w[k] >= 0 and w[k] != lane[k] else int(r[k])
+            _report(m, int(byte[k]), int(lane[k]), other, write)
+        if write:
+            self.writer[byte] = lane
+        else:
+            prev = self.reader[uniq]
+            mine = lane[first]
+            many = shared_here | ((prev >= 0) & (prev != mine)) | (prev == -2)
+            self.reader[uniq] = np.where(many, -2, mine)
+
+
+def _report(m: Machine, byte: int, lane: int, other: int, write: bool) -> None:
+    size = m.shared.shape[1]
+    block, offset = divmod(byte, size) if size else (0, byte)
+    who = f"thread {lane % m.threads}"
+    if other >= 0:
+        who += f" and thread {other % m.threads}"
+    else:
+        who += " and other threads"
+    m.report("shared_race", f"{who} of block {block + m.block_base} access shared byte {offset} "
+             f"({'a write' if write else 'a read'} meets {'an access' if write else 'a write'}) with no "
+             "bar.sync between them")
+
+
+def shared_access(m: Machine, addr: np.ndarray, idx: Any, width: int, write: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Flat indices into the chunk's shared bytes for each active lane, and which are in bounds."""
+    size = m.shared.shape[1]
+    lanes = np.arange(m.n)[idx]
+    ok = addr + np.uint64(width) <= np.uint64(size)
+    if not ok.all():
+        bad = int(addr[np.flatnonzero(~ok)[0]])
+        what = f"{'write' if write else 'read'} of {width} bytes at shared offset {bad:#x}"
+        if not m.sanitize:
+            raise m.fault("illegal_address", f"{what}: the block has {size} bytes of shared memory")
+        m.report("oob_shared", f"{what}, past the block's {size} bytes of shared memory (the access is dropped)")
+    flat = m.block_of[lanes] * size + np.where(ok, addr, 0).astype(np.int64)
+    if m.race is not None:
+        good = np.flatnonzero(ok)
+        m.race.access(m, flat[good], lanes[good], width, write)
+    return flat, ok
