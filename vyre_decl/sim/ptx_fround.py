@@ -58,7 +58,7 @@ def directed(r: Any, err: Any, mode: str) -> Any:
 # ============================================================================ error terms
 def err_add(a: np.ndarray, b: np.ndarray, s: np.ndarray) -> np.ndarray:
     """The exact error (a + b) - s of s = RN(a + b) (TwoSum); -s where s overflowed."""
-    bb = s - b
+    bb = s - a
     err = (a - (s - bb)) + (b - bb)
     over = np.isinf(s) & np.isfinite(a) & np.isfinite(b)
     return np.where(over, -s, np.where(np.isfinite(s), err, 0))
@@ -81,7 +81,7 @@ def err_mul(a: np.ndarray, b: np.ndarray, r: np.ndarray) -> np.ndarray:
     """A value with the sign of (a * b) - r for r = RN(a * b)."""
     if a.dtype == np.float32:
         return a.astype(np.float64) * b.astype(np.float64) - r.astype(np.float64)
-    return -fma(-a, b, r, "rn") if a.dtype == np.float64 else np.zeros_like(r)
+    return _exactly(-fma(-a, b, r, "rn"), "mul", a, b, r)
 
 
 def err_div(a: np.ndarray, b: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -89,12 +89,36 @@ def err_div(a: np.ndarray, b: np.ndarray, q: np.ndarray) -> np.ndarray:
     wide = a.dtype == np.float32
     a64, b64, q64 = (x.astype(np.float64) for x in (a, b, q)) if wide else (a, b, q)
     rem = fma(-q64, b64, a64, "rn")  # exact: a - q*b
-    return np.where(np.isfinite(q64), rem * np.sign(b64), -q64)
+    err = np.where(np.isfinite(q64), rem * np.sign(b64), -q64)
+    return err if wide else _exactly(err, "div", a, b, q)
 
 
 def err_sqrt(a: np.ndarray, s: np.ndarray) -> np.ndarray:
-    a64, s64 = (a.astype(np.float64), s.astype(np.float64)) if a.dtype == np.float32 else (a, s)
-    return np.where(np.isfinite(s64) & (s64 > 0), fma(-s64, s64, a64, "rn"), 0)
+    wide = a.dtype == np.float32
+    a64, s64 = (a.astype(np.float64), s.astype(np.float64)) if wide else (a, s)
+    err = np.where(np.isfinite(s64) & (s64 > 0), fma(-s64, s64, a64, "rn"), 0)
+    return err if wide else _exactly(err, "sqrt", a, a, s)
+
+
+_EXACT = {"mul": lambda x, y, r: x * y - r, "div": lambda x, y, r: x / y - r, "sqrt": lambda x, y, r: x - r * r}
+
+
+def _exactly(err: np.ndarray, op: str, a: np.ndarray, b: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """``err`` with the lanes near the subnormal range (where the error term itself may underflow)
+    recomputed from exact rationals."""
+    a, b, r = np.broadcast_arrays(np.asarray(a), np.asarray(b), np.asarray(r))
+    small = lambda x: (x != 0) & (np.abs(x) < 2.0 ** -900)  # noqa: E731
+    risky = np.isfinite(a) & np.isfinite(b) & np.isfinite(r) & (small(a) | small(b) | small(r) | (r == 0))
+    if op == "div":
+        risky &= b != 0
+    if not risky.any():
+        return err
+    err = np.array(np.broadcast_to(err, a.shape), dtype=np.float64)
+    f = _EXACT[op]
+    for k in np.flatnonzero(risky):
+        e = f(Fraction(float(a.flat[k])), Fraction(float(b.flat[k])), Fraction(float(r.flat[k])))
+        err.flat[k] = (e > 0) - (e < 0)
+    return err
 
 
 # ============================================================================ fma

@@ -182,15 +182,15 @@ def _float_of(op: FImm) -> float:
 
 def split_mods(ctx: Ctx, mods: tuple[str, ...], allowed: frozenset[str], types: frozenset[str],
                ntypes: int = 1) -> tuple[frozenset[str], list[PType]]:
-    """The trailing ``ntypes`` type modifiers (each in ``types``) and the other modifiers (each in
-    ``allowed``); PtxError naming anything else."""
-    if len(mods) < ntypes:
-        raise ctx.error("the instruction needs a type (.u32, .f32 ...)")
-    tnames = mods[len(mods) - ntypes:]
+    """The ``ntypes`` type modifiers, in order (each in ``types``), and the other modifiers (each in
+    ``allowed``, in any position: prmt.b32.f4e, cvt.f64.bf16.rp); PtxError naming anything else."""
+    tnames = [m for m in mods if m in PTYPES]
+    if len(tnames) != ntypes:
+        raise ctx.error(f"the instruction needs {ntypes} type modifier(s) (.u32, .f32 ...), found {len(tnames)}")
     for t in tnames:
         if t not in types:
             raise ctx.error(f".{t} is not a type this instruction takes ({', '.join(sorted(types))})")
-    rest = mods[:len(mods) - ntypes]
+    rest = [m for m in mods if m not in PTYPES]
     for m in rest:
         if m not in allowed:
             raise ctx.error(f"unknown or unsupported modifier .{m}")

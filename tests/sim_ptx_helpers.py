@@ -1,0 +1,136 @@
+"""Helpers of the PTX interpreter's tests (tests/test_sim_ptx*.py): run one instruction over many
+lanes, run a hand-written kernel, and run an emitted program with the CUDA backend's calling
+convention (pointers, then u32 element counts; outputs zero-filled; the inferred grid)."""
+
+from __future__ import annotations
+
+import struct
+from typing import Any, Sequence
+
+import numpy as np
+
+from vyre_decl.sim.memory import DeviceMemory
+from vyre_decl.sim.ptx import Finding, load_module
+
+BASE = 0x7F00_0000_0000
+HEADER = ".version 8.0\n.target sm_90\n.address_size 64\n"
+
+_NP = {"u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64, "s8": np.int8, "s16": np.int16,
+       "s32": np.int32, "s64": np.int64, "f32": np.float32, "f64": np.float64, "b16": np.uint16, "b32": np.uint32,
+       "b64": np.uint64, "f16": np.float16, "pred": np.uint32}
+
+
+def kernel_text(instr: str, dst: str, srcs: Sequence[str], sm: int = 90, version: str = "8.0") -> str:
+    """A kernel: lane i loads %a, %b, %c (types ``srcs``) from the i-th elements of the input
+    arrays, runs ``instr`` (writing %d of type ``dst``) and stores %d to the output."""
+    names = "abce"[: len(srcs)]
+    params = ", ".join([f".param .u64 p{n}" for n in names] + [".param .u64 pd"])
+    lines = [f".version {version}", f".target sm_{sm}", ".address_size 64",
+             f".visible .entry k({params})", "{", "\t.reg .u64 %ad<16>;", "\t.reg .u32 %t;", "\t.reg .pred %q;"]
+    for n, t in list(zip(names, srcs)) + [("d", dst)]:
+        lines.append(f"\t.reg .{t if t != 'pred' else 'pred'} %{n};")
+        if t == "pred":
+            lines.append(f"\t.reg .u32 %w{n};")
+    lines.append("\tmov.u32 %t, %tid.x;")
+    for k, (n, t) in enumerate(zip(names, srcs)):
+        size = 4 if t == "pred" else np.dtype(_NP[t]).itemsize
+        lines += [f"\tld.param.u64 %ad{k}, [p{n}];", f"\tmul.wide.u32 %ad{8 + k}, %t, {size};",
+                  f"\tadd.u64 %ad{k}, %ad{k}, %ad{8 + k};"]
+        if t == "pred":
+            lines += [f"\tld.global.u32 %w{n}, [%ad{k}];", f"\tsetp.ne.u32 %{n}, %w{n}, 0;"]
+        else:
+            lines.append(f"\tld.global.{t} %{n}, [%ad{k}];")
+    size = 4 if dst == "pred" else np.dtype(_NP[dst]).itemsize
+    lines += [f"\t{instr};", "\tld.param.u64 %ad7, [pd];", f"\tmul.wide.u32 %ad15, %t, {size};",
+              "\tadd.u64 %ad7, %ad7, %ad15;"]
+    if dst == "pred":
+        lines += ["\tselp.u32 %wd, 1, 0, %d;", "\tst.global.u32 [%ad7], %wd;"]
+    else:
+        lines.append(f"\tst.global.{dst} [%ad7], %d;")
+    lines += ["\tret;", "}", ""]
+    return "\n".join(lines)
+
+
+def run_op(instr: str, dst: str, srcs: Sequence[tuple[str, Any]], sm: int = 90) -> tuple[np.ndarray, list[Finding]]:
+    """Run ``instr`` (e.g. 'mul.hi.s64 %d, %a, %b') once per element of the source arrays."""
+    arrays = [np.ascontiguousarray(np.asarray(v, dtype=_NP[t])) for t, v in srcs]
+    n = arrays[0].size if arrays else 1
+    assert n <= 1024 and all(a.size == n for a in arrays)
+    kernel = load_module(kernel_text(instr, dst, [t for t, _ in srcs], sm), sm).kernels["k"]
+    mem = DeviceMemory(BASE)
+    ptrs = []
+    for a in arrays:
+        ptrs.append(mem.allocate(max(a.nbytes, 8)))
+        mem.write(ptrs[-1], a.tobytes())
+    out_dt = np.dtype(_NP[dst])
+    ptrs.append(mem.allocate(n * out_dt.itemsize))
+    findings = kernel.run((1, 1, 1), (n, 1, 1), struct.pack(f"<{len(ptrs)}Q", *ptrs), mem)
+    return np.frombuffer(mem.read(ptrs[-1], n * out_dt.itemsize), dtype=out_dt).copy(), findings
+
+
+def launch(text: str, entry: str, grid: tuple[int, int, int], block: tuple[int, int, int],
+           buffers: Sequence[np.ndarray], scalars: Sequence[int] = (), sanitize: bool = True,
+           sm: int = 90) -> tuple[list[np.ndarray], list[Finding]]:
+    """Run a hand-written kernel whose parameters are one u64 pointer per buffer, then one u32 per
+    scalar; the buffers as they are after the run."""
+    kernel = load_module(text, sm).kernels[entry]
+    mem = DeviceMemory(BASE)
+    ptrs = []
+    for a in buffers:
+        ptrs.append(mem.allocate(max(a.nbytes, 8)))
+        mem.write(ptrs[-1], np.ascontiguousarray(a).tobytes())
+    params = struct.pack(f"<{len(ptrs)}Q{len(scalars)}I", *ptrs, *scalars)
+    findings = kernel.run(grid, block, params, mem, sanitize=sanitize)
+    out = [np.frombuffer(mem.read(p, a.nbytes), dtype=a.dtype).copy() if a.nbytes else a for p, a in zip(ptrs, buffers)]
+    return out, findings
+
+
+def run_program(program: Any, inputs: Sequence[Any], grid: tuple[int, int, int] | None = None,
+                target: str = "sm_90", vector: bool = False, stats: dict[str, Any] | None = None,
+                registry: Any = None) -> tuple[list[np.ndarray], list[Finding]]:
+    """An emitted program on the simulator as the CUDA backend runs it: each buffer in device
+    memory (outputs zero-filled), parameters packed as emit/abi.py says, the inferred grid (a
+    quarter of it, in workgroups, for the vectorised entry). Returns the outputs as dispatch does."""
+    from vyre_decl.backends.config import DispatchConfig
+    from vyre_decl.backends.hostio import CallPlan, host_output, prepare
+    from vyre_decl.emit import emit
+    from vyre_decl.emit.abi import VECTOR_LANES
+
+    ptx = emit(program, registry, target)
+    module = load_module(ptx.text, int(target[3:]))
+    call = prepare(program, inputs, DispatchConfig(grid=grid))
+    mem = DeviceMemory(BASE)
+    addr = {}
+    for p in ptx.abi.params:
+        if p.kind == "ptr":
+            arr = call.memory[p.buffer]
+            addr[p.buffer] = mem.allocate(max(arr.nbytes, 16))
+            mem.write(addr[p.buffer], arr.tobytes())
+    name = ptx.vector_entry if vector else ptx.entry
+    assert name is not None
+    kernel = module.kernels[name]
+    params = bytearray(kernel.param_bytes)
+    for prm, p in zip(kernel.params, ptx.abi.params):
+        value = addr[p.buffer] if p.kind == "ptr" else call.counts[p.buffer]
+        struct.pack_into("<Q" if prm.nbytes == 8 else "<I", params, prm.offset, value)
+    g = CallPlan(program).grid(call.counts, lanes=VECTOR_LANES) if vector else call.grid
+    findings = [] if 0 in g else kernel.run(g, program.workgroup_size, bytes(params), mem, stats=stats)
+    outs = []
+    for d in program.outputs:
+        host = call.memory[d.name]
+        raw = np.frombuffer(mem.read(addr[d.name], host.nbytes), dtype=host.dtype) if host.nbytes else host
+        outs.append(host_output(d, raw.copy()))
+    return outs, findings
+
+
+def f32(bits: int) -> float:
+    return float(np.array(bits, dtype=np.uint32).view(np.float32))
+
+
+def bits32(x: Any) -> np.ndarray:
+    return np.asarray(x, dtype=np.float32).view(np.uint32)
+
+
+def bits64(x: Any) -> np.ndarray:
+    return np.asarray(x, dtype=np.float64).view(np.uint64)
+
