@@ -60,7 +60,11 @@ def apply(m: Machine, space: str, addr: np.ndarray, idx: Any, t: PType, op: str,
     if addr.size == 0:
         return np.zeros(0, dtype=t.dtype)
     f = _combine(op, t)
-    order, rank = _ranks(addr)
+    cells = addr
+    if space == "shared":  # the same offset in two blocks is two cells
+        lanes = np.arange(m.n)[idx]
+        cells = m.block_of[lanes].astype(np.uint64) * np.uint64(m.shared.shape[1] + 1) + addr
+    order, rank = _ranks(cells)
     if op == "add" and t.kind in ("u", "s") and rank.max() > 0:
         return _add_all(m, space, addr, idx, t, b, order, rank)
     old = np.empty(addr.size, dtype=t.dtype)

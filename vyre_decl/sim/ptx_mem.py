@@ -37,11 +37,11 @@ class Space:
     """Where an access goes: its state space, and the address of each active lane."""
 
     def __init__(self, ctx: Ctx, space: str, addr: Addr) -> None:
-        self.space, self.offset, self.param = space, addr.offset, None
+        self.space, self.param = space, None
         self.base: Callable[[Machine, Mask], Any] | None = None
-        self.const = 0
+        self.const = addr.offset
         if addr.base is None:
-            self.const = addr.offset
+            pass
         elif addr.base.startswith("%"):
             i, rt = ctx.reg(addr.base)
             if rt.bits not in (32, 64):

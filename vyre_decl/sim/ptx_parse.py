@@ -326,7 +326,9 @@ class Parser:
             while self.at(","):
                 self.next()
                 operands.append(self.operand())
-        self.expect(";")
+        end = self.next()
+        if end.text != ";":
+            raise PtxError(first.line, f"expected ';' after {first.text}'s operands, found {end.text!r}")
         text = self.raw[first.line - 1].split('//')[0].strip()
         return Instr(first.line, guard, opcode, tuple(mods), tuple(operands), text, context)
 
