@@ -157,14 +157,19 @@ def test_functions_and_their_attributes(sim, standin):
         attrs[which] = v.value
     assert attrs == {0: 1024, 1: 0, 3: 0, 4: 16, 5: 80, 6: 90, 8: 48 * 1024}
     _, heavy = load_fill(FILL_PTX + "// registers 128\n")
-    limit = c_int()
+    _, bounded = load_fill(FILL_PTX.replace("{", ".maxntid 256, 1, 1\n{", 1))
+    limit, regs = c_int(), c_int()
     cu.call("cuFuncGetAttribute", byref(limit), 0, heavy)
-    assert limit.value == 512  # 128 registers x 32 lanes per warp: 16 warps of 64K registers
+    cu.call("cuFuncGetAttribute", byref(regs), 4, heavy)
+    assert (limit.value, regs.value) == (1024, 32)  # declared registers are capped: ptxas is not modelled
+    cu.call("cuFuncGetAttribute", byref(limit), 0, bounded)
+    assert limit.value == 256
     blocks = c_int()
-    cu.call("cuOccupancyMaxActiveBlocksPerMultiprocessor", byref(blocks), fn, 256, 0)
-    assert blocks.value == 8  # 2048 threads per SM
-    cu.call("cuOccupancyMaxActiveBlocksPerMultiprocessor", byref(blocks), heavy, 256, 0)
-    assert blocks.value == 2  # registers: 64K per SM / (128 x 32 per warp) = 16 warps, blocks of 8 warps
+    for threads, shared, expected in [(256, 0, 8), (1024, 0, 2), (64, 0, 32), (256, 48 * 1024, 4)]:
+        cu.call("cuOccupancyMaxActiveBlocksPerMultiprocessor", byref(blocks), fn, threads, shared)
+        assert blocks.value == expected, (threads, shared)  # threads, blocks, then shared memory per SM
+    cu.call("cuOccupancyMaxActiveBlocksPerMultiprocessor", byref(blocks), bounded, 512, 0)
+    assert blocks.value == 0
     cu.call("cuModuleUnload", module)
     assert code("cuFuncGetAttribute", byref(limit), 0, fn) == 400
     assert code("cuModuleUnload", module) == 400
@@ -177,7 +182,7 @@ def _launch(fn, grid, block, shared=0, values=(0, 0, 0)) -> int:
 
 def test_launches_are_checked_against_the_device_and_the_kernel(sim, standin):
     _, fn = load_fill()
-    _, heavy = load_fill(FILL_PTX + "// registers 128\n")
+    _, bounded = load_fill(FILL_PTX.replace("{", ".maxntid 512, 1, 1\n{", 1))
     ptr = alloc(4)
     ok = (ptr, 1, 5)
     assert _launch(fn, (1, 1, 1), (1, 1, 1), values=ok) == 0
@@ -185,7 +190,7 @@ def test_launches_are_checked_against_the_device_and_the_kernel(sim, standin):
                         ((1, 1, 1), (1, 1, 65)), ((1, 1, 1), (64, 32, 1)), ((2**31, 1, 1), (1, 1, 1))]:
         assert _launch(fn, grid, block, values=ok) == 1, (grid, block)
     assert _launch(fn, (2**31 - 1, 65535, 65535), (1024, 1, 1), values=ok) == 0  # at the limits: accepted
-    assert _launch(heavy, (1, 1, 1), (1024, 1, 1), values=ok) == 701  # registers allow 512
+    assert _launch(bounded, (1, 1, 1), (1024, 1, 1), values=ok) == 701  # .maxntid 512
     assert _launch(fn, (1, 1, 1), (1, 1, 1), shared=48 * 1024 + 1, values=ok) == 1
     cu.call("cuFuncSetAttribute", fn, 8, 100_000)  # opt in to more dynamic shared memory
     assert _launch(fn, (1, 1, 1), (1, 1, 1), shared=100_000, values=ok) == 0
@@ -241,8 +246,10 @@ class OldRawLaunch:
 
 
 def _spray() -> list:
+    """Reuse freed memory: c_uint64s whose value is an aligned address outside every allocation and
+    whose low word, read as a count, covers the grid."""
     gc.collect()
-    return [c_uint64(0xDEAD_BEEF_DEAD_BEEF) for _ in range(20000)] + [c_uint32(0xBAD) for _ in range(20000)]
+    return [c_uint64(0x0BAD_BEEF_0000_1000) for _ in range(20000)] + [c_uint32(0xBAD) for _ in range(20000)]
 
 
 @pytest.mark.parametrize("raw_launch", [bench_device.RawLaunch, OldRawLaunch], ids=["fixed", "6baef07"])
@@ -327,3 +334,15 @@ def test_a_cooperative_grid_must_fit_on_the_device_at_once(sim, standin):
     assert coop(fn, 264, 1, 1, 1024, 1, 1, 0, None, params) == 0  # 2 blocks of 1024 per SM x 132 SMs
     assert coop(fn, 265, 1, 1, 1024, 1, 1, 0, None, params) == 720
     cu.call("cuCtxSynchronize")
+
+
+def test_the_watchdog_stops_a_kernel_that_does_not_finish(sim, monkeypatch):
+    real_ptx()
+    spin = ".version 8.0\n.target sm_75\n.address_size 64\n.visible .entry spin()\n{\nLOOP:\n  bra LOOP;\n}\n"
+    module, _ = cu.load_module(spin.encode())
+    fn = c_void_p()
+    cu.call("cuModuleGetFunction", byref(fn), module, b"spin")
+    monkeypatch.setattr(sim.model, "watchdog_s", 0.2)
+    cu.call("cuLaunchKernel", fn, 1, 1, 1, 32, 1, 1, 0, None, None, None)
+    assert code("cuCtxSynchronize") == 702  # CUDA_ERROR_LAUNCH_TIMEOUT, sticky
+    assert code("cuMemAlloc_v2", byref(c_uint64()), 64) == 702

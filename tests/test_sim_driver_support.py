@@ -92,6 +92,7 @@ _ENTRY = re.compile(r"\.entry\s+(\w+)\s*\(([^)]*)\)")
 _PARAM = re.compile(r"\.param\s+\.(\w+)\s+(\w+)")
 _SHARED = re.compile(r"\.shared\s+\.align\s+\d+\s+\.b8\s+\w+\[(\d+)\]")
 _REGS = re.compile(r"//\s*registers\s+(\d+)")
+_MAXNTID = re.compile(r"\.maxntid\s+(\d+)\s*,\s*(\d+)\s*,\s*(\d+)")
 
 
 class PtxError(Exception):
@@ -122,9 +123,10 @@ class Kernel:
     local_bytes: int
     registers: int
     body: Callable[..., list[Any]] | None
+    directives: dict[str, tuple[int, ...]] = field(default_factory=dict)
     runs: list[tuple[Any, Any, bytes]] = field(default_factory=list)
 
-    def run(self, grid: Any, block: Any, params: bytes, memory: Any, sanitize: bool = True) -> list[Any]:
+    def run(self, grid: Any, block: Any, params: bytes, memory: Any, sanitize: bool = True, **options: Any) -> list[Any]:
         self.runs.append((grid, block, params))
         values = [struct.unpack_from("<Q" if p.nbytes == 8 else "<I", params, p.offset)[0] for p in self.params]
         return self.body(grid, block, values, memory) if self.body is not None else []
@@ -138,7 +140,8 @@ class Module:
 class StandInPtx(types.ModuleType):
     """A module object standing in for vyre_decl.sim.ptx: ``bodies`` maps kernel names to Python
     functions ``(grid, block, param values, memory) -> findings``; a line holding ``@@bad`` is a
-    syntax error; ``// registers N`` sets the kernels' register count (default 16)."""
+    syntax error; ``// registers N`` sets the kernels' register count (default 16), ``.maxntid x, y, z``
+    their directive."""
 
     PtxError, KernelFault = PtxError, KernelFault
 
@@ -161,7 +164,9 @@ class StandInPtx(types.ModuleType):
                 offset = -(-offset // size) * size
                 params.append(Param(pname, size, size, offset))
                 offset += size
-            kernels[name] = Kernel(name, params, shared, 0, int(regs.group(1)) if regs else 16, self.bodies.get(name))
+            maxntid = _MAXNTID.search(text)
+            kernels[name] = Kernel(name, params, shared, 0, int(regs.group(1)) if regs else 16, self.bodies.get(name),
+                                   {"maxntid": tuple(int(g) for g in maxntid.groups())} if maxntid else {})
         module = Module(kernels)
         self.loaded.append(module)
         return module

@@ -11,14 +11,18 @@ the driver does: memory behind the pointers may change or be freed after the cal
 launch made through pointers at memory already freed reads whatever is there now.
 
 The run itself is queued (driver_queue). It calls ``Kernel.run(grid, block, params, memory,
-sanitize)`` of the PTX interpreter; its sanitizer findings are appended to the driver's
-``findings``; a ``KernelFault`` is the sticky error of its kind (CUDA_ERROR_ILLEGAL_ADDRESS for
-an illegal address). Modelled duration: 2 µs plus 1 µs per wave of blocks over the SMs.
+sanitize, dynamic_shared=, deadline=, stats=)`` of the PTX interpreter; its sanitizer findings
+are appended to the driver's ``findings``; a ``KernelFault`` is the sticky error of its kind
+(CUDA_ERROR_ILLEGAL_ADDRESS for an illegal address, CUDA_ERROR_MISALIGNED_ADDRESS, ...). With
+``watchdog_s`` set, a kernel still running after that many seconds is stopped:
+CUDA_ERROR_LAUNCH_TIMEOUT, sticky (a display GPU's watchdog). Modelled duration: 2 µs plus the
+lane-instructions executed at 128 per SM per clock.
 """
 
 from __future__ import annotations
 
 import ctypes
+import time
 from ctypes import c_size_t, c_void_p
 from typing import Any
 
@@ -31,6 +35,7 @@ from .profiles import Profile
 __all__ = ["LaunchCalls", "read_params"]
 
 _END, _BUFFER_POINTER, _BUFFER_SIZE = 0, 1, 2
+_LANES_PER_SM_CLOCK = 128  # lane-instructions an SM issues per clock (4 schedulers x 32 lanes)
 
 
 def read_params(kernel: Any, params: int | None, extra: int | None) -> bytes:
@@ -86,6 +91,7 @@ class LaunchCalls(DriverBase):
     """Kernel launches."""
 
     sanitize = True  # run kernels with the interpreter's sanitizer
+    watchdog_s: float | None = None  # stop a kernel running longer (CUDA_ERROR_LAUNCH_TIMEOUT, sticky)
 
     def cuLaunchKernel(self, function: int | None, gx: int, gy: int, gz: int, bx: int, by: int, bz: int,
                        shared: int, stream: int | None, params: int | None, extra: int | None) -> int:
@@ -109,15 +115,18 @@ class LaunchCalls(DriverBase):
         if cooperative and (not profile.cooperative_launch or blocks > per_sm * profile.multiprocessors):
             raise DriverError(COOPERATIVE_LAUNCH_TOO_LARGE, f"{blocks} blocks; {per_sm} per SM can be resident")
         data = read_params(fn.kernel, params, extra)
-        waves = -(-blocks // max(1, per_sm * profile.multiprocessors))
-        self.queue(target, self._work(state, fn, grid, block, data, 2000.0 + 1000.0 * waves))
+        self.queue(target, self._work(state, fn, grid, block, data, shared))
 
     def _work(self, state: CtxState, fn: SimFunction, grid: tuple[int, int, int], block: tuple[int, int, int],
-              data: bytes, cost: float) -> Work:
-        kernel, memory, findings = fn.kernel, state.device.memory, self.findings
+              data: bytes, shared: int) -> Work:
+        kernel, memory, findings, profile = fn.kernel, state.device.memory, self.findings, state.device.profile
+        lanes_per_ns = profile.multiprocessors * _LANES_PER_SM_CLOCK * profile.clock_khz / 1e6
 
         def run() -> float:
-            findings.extend(kernel.run(grid, block, data, memory, sanitize=self.sanitize))
-            return cost
+            stats: dict[str, Any] = {}
+            deadline = None if self.watchdog_s is None else time.monotonic() + self.watchdog_s
+            findings.extend(kernel.run(grid, block, data, memory, self.sanitize, dynamic_shared=shared,
+                                       deadline=deadline, stats=stats))
+            return 2000.0 + float(stats.get("lane_instructions", 0)) / lanes_per_ns
 
         return Work(f"kernel {fn.name} grid {grid} block {block}", run)

@@ -1,10 +1,10 @@
 """The simulated driver's modules, JIT linking, functions, their attributes and occupancy.
 
 Modules come from PTX text or from the simulated cubins ``cuLinkComplete`` returns (see
-driver_jit). A function's resources are the interpreter's (``Kernel.registers``,
-``shared_bytes``, ``local_bytes``); the limits derived from them follow the hardware's
-allocation rules: registers are allocated per warp in units of 256, a block's shared memory is
-rounded up to 128 bytes plus the per-block reservation of the device.
+driver_jit). A function's resources are the interpreter's (``Kernel.shared_bytes``,
+``local_bytes``, ``registers`` capped: see ``registers``); the limits derived from them follow the
+hardware's allocation rules: registers are allocated per warp in units of 256, a block's shared
+memory is rounded up to 128 bytes plus the per-block reservation of the device.
 
 Not modelled: linking more than one input (CUDA_ERROR_NOT_SUPPORTED), inputs other than PTX and
 simulated cubins (CUDA_ERROR_INVALID_IMAGE), function attributes other than the maximum dynamic
@@ -14,6 +14,7 @@ shared memory and the shared memory carveout being set (CUDA_ERROR_INVALID_VALUE
 from __future__ import annotations
 
 import ctypes
+import math
 from ctypes import c_int, c_size_t, c_void_p
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,10 +24,12 @@ from .driver_jit import JitError, JitOptions, compile_ptx, info_log, invalid_ima
 from .driver_state import CtxState, DriverBase, write_out
 from .profiles import Profile
 
-__all__ = ["ModuleCalls", "SimModule", "SimFunction", "LinkState", "max_threads", "blocks_per_sm"]
+__all__ = ["ModuleCalls", "SimModule", "SimFunction", "LinkState", "max_threads", "blocks_per_sm", "registers",
+           "ALLOCATED_REGISTERS"]
 
 _INPUT_CUBIN, _INPUT_PTX = 0, 1
 _SHARED_UNIT = 128
+ALLOCATED_REGISTERS = 32  # registers per thread a kernel is taken to use at most (see ``registers``)
 
 
 @dataclass(eq=False)
@@ -59,7 +62,13 @@ class LinkState:
 
 
 def registers(kernel: Any, profile: Profile) -> int:
-    return max(1, min(int(getattr(kernel, "registers", 1) or 1), profile.max_registers_per_thread))
+    """CU_FUNC_ATTRIBUTE_NUM_REGS. ptxas' register allocation is not modelled: the interpreter
+    counts declared register words (an upper bound: 166 for the emitter's saxpy, which ptxas fits
+    in about a dozen), so a kernel is taken to use at most ``ALLOCATED_REGISTERS`` per thread.
+    Register limits then never refuse a block size the emitter's kernels run with on hardware;
+    ``.maxntid``/``.reqntid`` still bound it."""
+    declared = int(getattr(kernel, "registers", 1) or 1)
+    return max(1, min(declared, ALLOCATED_REGISTERS, profile.max_registers_per_thread))
 
 
 def _registers_per_warp(kernel: Any, profile: Profile) -> int:
@@ -67,9 +76,16 @@ def _registers_per_warp(kernel: Any, profile: Profile) -> int:
 
 
 def max_threads(kernel: Any, profile: Profile) -> int:
-    """CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: the block size the kernel's registers allow."""
+    """CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: the block size the kernel's registers and its
+    ``.maxntid``/``.reqntid`` directives allow."""
     warps = profile.registers_per_block // _registers_per_warp(kernel, profile)
-    return min(profile.max_threads_per_block, warps * profile.warp_size)
+    limit = min(profile.max_threads_per_block, warps * profile.warp_size)
+    directives = getattr(kernel, "directives", {}) or {}
+    for name in ("maxntid", "reqntid"):
+        dims = directives.get(name)
+        if dims:
+            limit = min(limit, math.prod(dims))
+    return limit
 
 
 def blocks_per_sm(fn: SimFunction, profile: Profile, threads: int, dynamic_shared: int) -> int:

@@ -34,7 +34,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
-from .driver_errors import FAULT_CODES, ILLEGAL_ADDRESS, UNKNOWN
+from .driver_errors import FAULT_CODES, ILLEGAL_ADDRESS, LAUNCH_TIMEOUT, UNKNOWN
 
 if TYPE_CHECKING:  # pragma: no cover
     from .driver_state import CtxState, DriverBase
@@ -173,6 +173,8 @@ def _fault_code(exc: Exception, driver: DriverBase) -> int:
         return FAULT_CODES.get(kind, 719)
     if type(exc).__name__ == "MemoryFault":
         return ILLEGAL_ADDRESS
+    if type(exc).__name__ == "KernelTimeout":  # the interpreter's watchdog stopped the kernel
+        return LAUNCH_TIMEOUT
     driver.errors.append("".join(traceback.format_exception(exc)))
     return UNKNOWN
 
