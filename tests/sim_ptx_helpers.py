@@ -87,16 +87,17 @@ def launch(text: str, entry: str, grid: tuple[int, int, int], block: tuple[int, 
 
 def run_program(program: Any, inputs: Sequence[Any], grid: tuple[int, int, int] | None = None,
                 target: str = "sm_90", vector: bool = False, stats: dict[str, Any] | None = None,
-                registry: Any = None) -> tuple[list[np.ndarray], list[Finding]]:
+                registry: Any = None, ptx: Any = None) -> tuple[list[np.ndarray], list[Finding]]:
     """An emitted program on the simulator as the CUDA backend runs it: each buffer in device
     memory (outputs zero-filled), parameters packed as emit/abi.py says, the inferred grid (a
-    quarter of it, in workgroups, for the vectorised entry). Returns the outputs as dispatch does."""
+    quarter of it, in workgroups, for the vectorised entry). Returns the outputs as dispatch does.
+    ``ptx``: the program's emitted module for ``target``, when the caller has it."""
     from vyre_decl.backends.config import DispatchConfig
     from vyre_decl.backends.hostio import CallPlan, host_output, prepare
     from vyre_decl.emit import emit
     from vyre_decl.emit.abi import VECTOR_LANES
 
-    ptx = emit(program, registry, target)
+    ptx = ptx or emit(program, registry, target)
     module = load_module(ptx.text, int(target[3:]))
     call = prepare(program, inputs, DispatchConfig(grid=grid))
     mem = DeviceMemory(BASE)
@@ -134,3 +135,20 @@ def bits32(x: Any) -> np.ndarray:
 def bits64(x: Any) -> np.ndarray:
     return np.asarray(x, dtype=np.float64).view(np.uint64)
 
+
+def assert_matches(program: Any, inputs: Sequence[Any], expected: Sequence[np.ndarray],
+                   grid: tuple[int, int, int] | None = None, **kw: Any) -> None:
+    """The simulator's outputs equal ``expected`` (the reference's) bit for bit, all NaNs equal,
+    and the sanitizer found nothing."""
+    from vyre_decl.conform.programs import program_mismatches
+    from vyre_decl.ir.text import print_program
+
+    got, findings = run_program(program, inputs, grid, **kw)
+    wrong = program_mismatches(program, list(expected), got)
+    shown = {k: v for k, v in kw.items() if k != "ptx"}
+    where = f"{program.name} {shown} sizes {[len(a) for a in inputs]}"
+    if wrong:
+        decl, idx, want, have = wrong[0]
+        raise AssertionError(f"{where}: {decl.name}[{idx[:5]}] reference {want[idx[:3]]} simulator {have[idx[:3]]}\n"
+                             f"{print_program(program)}")
+    assert not findings, f"{where}: {[str(f) for f in findings]}"

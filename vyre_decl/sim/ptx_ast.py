@@ -9,41 +9,41 @@ __all__ = ["Reg", "Imm", "FImm", "Vec", "Addr", "Sym", "Pair", "Operand", "Instr
            "ModuleAst"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Reg:
     name: str  # a declared register, a special register (%tid.x) or '_' (the sink)
     negated: bool = False  # '!p' as a predicate source
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Imm:
     value: int  # an integer literal (negative allowed)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class FImm:
     bits: int  # 0fXXXXXXXX (width 32) / 0dXXXXXXXXXXXXXXXX (width 64) / a decimal literal (as f64 bits)
     width: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Vec:
     items: tuple["Operand", ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Addr:
     base: str | None  # a register or variable name; None for an absolute address
     offset: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Sym:
     name: str  # a label or variable name used as a value
     offset: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Pair:
     first: str  # p|q destinations of setp
     second: str
@@ -52,7 +52,7 @@ class Pair:
 Operand = Union[Reg, Imm, FImm, Vec, Addr, Sym, Pair]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Instr:
     line: int
     guard: tuple[str, bool] | None  # (predicate register, negated)
@@ -63,13 +63,13 @@ class Instr:
     context: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Label:
     line: int
     name: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Var:
     """A variable of a state space: name, element type, alignment and size in bytes."""
 

@@ -48,7 +48,7 @@ def launch(prog: Program, grid: tuple[int, int, int], block: tuple[int, int, int
         m = Machine(prog.name, prog.reg_bits, count, threads, memory, bytes(params), shared, prog.local_bytes,
                     sanitize)
         m.block_base = first
-        _specials(m, grid, block, first, shared, dynamic_shared)
+        m.special = Specials(m.n, grid, block, first, shared, dynamic_shared)
         if sanitize and shared:
             m.race = RaceTracker(count * shared)
         _run(prog, m, deadline)
@@ -60,28 +60,43 @@ def launch(prog: Program, grid: tuple[int, int, int], block: tuple[int, int, int
     return sorted(findings.values(), key=lambda f: (f.line, f.kind))
 
 
-def _specials(m: Machine, grid: tuple[int, int, int], block: tuple[int, int, int], first: int, shared: int,
-              dynamic: int) -> None:
-    n, threads = m.n, m.threads
-    t = np.arange(n, dtype=np.int64) % threads
-    b = first + np.arange(n, dtype=np.int64) // threads
-    bx, by, bz = block
-    gx, gy, gz = grid
-    u32 = np.uint32
-    lane = t % 32
-    sp: dict[str, Any] = {
-        "%tid.x": t % bx, "%tid.y": (t // bx) % by, "%tid.z": t // (bx * by),
-        "%ctaid.x": b % gx, "%ctaid.y": (b // gx) % gy, "%ctaid.z": b // (gx * gy),
-        "%ntid.x": bx, "%ntid.y": by, "%ntid.z": bz, "%nctaid.x": gx, "%nctaid.y": gy, "%nctaid.z": gz,
-        "%laneid": lane, "%warpid": t // 32, "%nwarpid": -(-threads // 32), "%smid": 0, "%nsmid": 1,
-        "%lanemask_eq": 1 << lane, "%lanemask_lt": (1 << lane) - 1, "%lanemask_le": (2 << lane) - 1,
-        "%lanemask_gt": ~((2 << lane) - 1), "%lanemask_ge": ~((1 << lane) - 1), "%warpsize": 32, "WARP_SZ": 32,
-        "%clock": 0, "%dynamic_smem_size": dynamic, "%total_smem_size": shared,
-    }
-    for name, value in sp.items():
-        m.special[name] = np.ascontiguousarray(np.broadcast_to(np.asarray(value, dtype=np.int64).astype(u32), (n,)))
-    for name, value in (("%clock64", 0), ("%gridid", 0), ("%globaltimer", time.time_ns())):
-        m.special[name] = np.full(n, value, dtype=np.uint64)
+class Specials(dict):  # type: ignore[type-arg]
+    """The special registers of a group of blocks, each computed when first read."""
+
+    def __init__(self, n: int, grid: tuple[int, int, int], block: tuple[int, int, int], first: int, shared: int,
+                 dynamic: int) -> None:
+        super().__init__()
+        self.n, self.grid, self.block, self.first, self.shared, self.dynamic = n, grid, block, first, shared, dynamic
+
+    def __missing__(self, name: str) -> np.ndarray:
+        if name in ("%clock64", "%gridid", "%globaltimer"):
+            value = np.full(self.n, time.time_ns() if name == "%globaltimer" else 0, dtype=np.uint64)
+        else:
+            raw = self._value(name)
+            value = np.ascontiguousarray(np.broadcast_to(np.asarray(raw, dtype=np.int64).astype(np.uint32), (self.n,)))
+        self[name] = value
+        return value
+
+    def _value(self, name: str) -> Any:
+        threads = self.block[0] * self.block[1] * self.block[2]
+        t = np.arange(self.n, dtype=np.int64) % threads
+        b = self.first + np.arange(self.n, dtype=np.int64) // threads
+        (bx, by, bz), (gx, gy, gz) = self.block, self.grid
+        lane = t % 32
+        table: dict[str, Any] = {
+            "%tid.x": lambda: t % bx, "%tid.y": lambda: (t // bx) % by, "%tid.z": lambda: t // (bx * by),
+            "%ctaid.x": lambda: b % gx, "%ctaid.y": lambda: (b // gx) % gy, "%ctaid.z": lambda: b // (gx * gy),
+            "%ntid.x": lambda: bx, "%ntid.y": lambda: by, "%ntid.z": lambda: bz, "%nctaid.x": lambda: gx,
+            "%nctaid.y": lambda: gy, "%nctaid.z": lambda: gz, "%laneid": lambda: lane, "%warpid": lambda: t // 32,
+            "%nwarpid": lambda: -(-threads // 32), "%smid": lambda: 0, "%nsmid": lambda: 1,
+            "%lanemask_eq": lambda: 1 << lane, "%lanemask_lt": lambda: (1 << lane) - 1,
+            "%lanemask_le": lambda: (2 << lane) - 1, "%lanemask_gt": lambda: ~((2 << lane) - 1),
+            "%lanemask_ge": lambda: ~((1 << lane) - 1), "%warpsize": lambda: 32, "WARP_SZ": lambda: 32,
+            "%clock": lambda: 0, "%dynamic_smem_size": lambda: self.dynamic, "%total_smem_size": lambda: self.shared,
+        }
+        if name not in table:
+            raise KeyError(name)
+        return table[name]()
 
 
 def _run(prog: Program, m: Machine, deadline: float | None) -> None:

@@ -95,7 +95,9 @@ def number(text: str, line: int, negative: bool = False) -> Imm | FImm:
 
 _ATOM = r"-?[%$\w.][\w$.%]*"
 _ADDR = re.compile(r"\[\s*([%$\w.][\w$.%]*)?\s*(?:([+-])\s*(\w+))?\s*\]")
-_OPERAND = re.compile(r"\s*(" + _ATOM + r"|\[[^\]]*\]|\{[^}]*\})\s*(?:,|$)")
+_ITEM = _ATOM + r"|\[[^\]]*\]|\{[^}]*\}"
+_OPERAND = re.compile(r"(" + _ITEM + r")")
+_OPERAND_LIST = re.compile(r"(?:" + _ITEM + r")(?:\s*,\s*(?:" + _ITEM + r"))*\Z")
 
 
 def _simple(text: str, line: int) -> Operand:
@@ -129,9 +131,6 @@ LABEL = re.compile(r"\s*([$A-Za-z_][\w$]*)\s*:\s*(?://(.*))?$")
 def operands_of(text: str | None, line: int) -> tuple[Operand, ...] | None:
     if not text:
         return ()
-    parts = _OPERAND.findall(text)
-    if sum(len(p) for p in parts) + len(parts) - 1 > len(text) or not parts:
+    if _OPERAND_LIST.match(text) is None:
         return None
-    if ",".join(parts).replace(" ", "") != text.replace(" ", "").replace("\t", ""):
-        return None
-    return tuple(_simple(p, line) for p in parts)
+    return tuple(_simple(p, line) for p in _OPERAND.findall(text))

@@ -61,7 +61,8 @@ class Machine:
         self.kernel = kernel
         self.n = n = n_blocks * threads
         self.blocks, self.threads = n_blocks, threads
-        self.regs: list[np.ndarray] = [np.zeros(n, dtype=_STORAGE[b]) for b in reg_bits]
+        zeros = {b: np.zeros(n, dtype=_STORAGE[b]) for b in set(reg_bits)}  # shared: never written in place
+        self.regs: list[np.ndarray] = [zeros[b] for b in reg_bits]
         self.memory, self.params = memory, params
         self.shared = np.zeros((n_blocks, shared_bytes), dtype=np.uint8)
         self.local = np.zeros((n, local_bytes), dtype=np.uint8)

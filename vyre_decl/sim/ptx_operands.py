@@ -38,7 +38,8 @@ class Ctx:
     local: dict[str, int]
     params: dict[str, Param]
     instr: Instr | None = None
-    approx_lines: set[int] = field(default_factory=set)
+    readers: dict[tuple[str, bool, str, bool], Reader] = field(default_factory=dict)
+    writers: dict[tuple[str, bool, str, bool], Writer] = field(default_factory=dict)
 
     def error(self, message: str) -> PtxError:
         ins = self.instr
@@ -46,10 +47,10 @@ class Ctx:
 
     # --- types
     def ptype(self, name: str) -> PType:
-        t = PTYPES.get(name)
-        if t is None:
-            raise self.error(f".{name} is not a PTX type here")
-        return t
+        try:
+            return PTYPES[name]
+        except KeyError:
+            raise self.error(f".{name} is not a PTX type here") from None
 
     def check(self, reg: str, rt: PType, it: PType, wider_ok: bool) -> None:
         """PTX's type-checking rule for register ``reg`` of type ``rt`` in an instruction of type ``it``."""
@@ -67,8 +68,17 @@ class Ctx:
             raise self.error(f"{name} is not a declared register")
         return found
 
-    # --- readers
+    # --- readers (memoised: most operands of a module repeat)
     def src(self, op: Operand, t: PType, wider_ok: bool = False) -> Reader:
+        if type(op) is not Reg:
+            return self._src(op, t, wider_ok)
+        key = (op.name, op.negated, t.name, wider_ok)  # type: ignore[union-attr]
+        found = self.readers.get(key)
+        if found is None:
+            found = self.readers[key] = self._src(op, t, wider_ok)
+        return found
+
+    def _src(self, op: Operand, t: PType, wider_ok: bool) -> Reader:
         if isinstance(op, Reg):
             if op.negated and t.kind != "pred":
                 raise self.error(f"!{op.name}: only a predicate can be negated")
@@ -119,11 +129,23 @@ class Ctx:
         dt = t.dtype
 
         def read(m: Machine, mask: Mask) -> Any:
-            return m.special[name].astype(dt, copy=False) if name in m.special else _missing(m, name)
+            try:
+                return m.special[name].astype(dt, copy=False)
+            except KeyError:
+                return _missing(m, name)
         return read
 
     # --- writers
     def dst(self, op: Operand, t: PType, wider_ok: bool = False) -> Writer:
+        if type(op) is not Reg:
+            return self._dst(op, t, wider_ok)
+        key = (op.name, op.negated, t.name, wider_ok)  # type: ignore[union-attr]
+        found = self.writers.get(key)
+        if found is None:
+            found = self.writers[key] = self._dst(op, t, wider_ok)
+        return found
+
+    def _dst(self, op: Operand, t: PType, wider_ok: bool) -> Writer:
         if isinstance(op, Reg) and op.name == "_":
             return lambda m, v, mask: None
         if not isinstance(op, Reg) or op.negated or op.name in SPECIALS:
@@ -180,10 +202,24 @@ def _float_of(op: FImm) -> float:
     return float(struct.unpack("<d", struct.pack("<Q", op.bits))[0])
 
 
+_SPLIT: dict[tuple[tuple[str, ...], frozenset[str], frozenset[str], int], tuple[frozenset[str], list[PType]]] = {}
+
+
 def split_mods(ctx: Ctx, mods: tuple[str, ...], allowed: frozenset[str], types: frozenset[str],
                ntypes: int = 1) -> tuple[frozenset[str], list[PType]]:
     """The ``ntypes`` type modifiers, in order (each in ``types``), and the other modifiers (each in
     ``allowed``, in any position: prmt.b32.f4e, cvt.f64.bf16.rp); PtxError naming anything else."""
+    key = (mods, allowed, types, ntypes)
+    found = _SPLIT.get(key)
+    if found is None:
+        found = _split(ctx, mods, allowed, types, ntypes)
+        if len(_SPLIT) < 4096:
+            _SPLIT[key] = found
+    return found
+
+
+def _split(ctx: Ctx, mods: tuple[str, ...], allowed: frozenset[str], types: frozenset[str],
+           ntypes: int) -> tuple[frozenset[str], list[PType]]:
     tnames = [m for m in mods if m in PTYPES]
     if len(tnames) != ntypes:
         raise ctx.error(f"the instruction needs {ntypes} type modifier(s) (.u32, .f32 ...), found {len(tnames)}")

@@ -24,6 +24,7 @@ class Parser:
         self.pending: list[str] = []  # comments waiting for their token
         self.stmt_comment = ""
         self.op_comment = ""
+        self._context = ""
 
     # --- cursor (lines are tokenized when reached)
     def look(self, k: int = 0) -> Tok | None:
@@ -93,9 +94,10 @@ class Parser:
             self.op_comment = comment
         else:
             self.stmt_comment, self.op_comment = comment, ""
+        self._context = " | ".join(c for c in (self.stmt_comment, self.op_comment) if c)
 
     def context(self) -> str:
-        return " | ".join(c for c in (self.stmt_comment, self.op_comment) if c)
+        return self._context
 
     def until_semicolon(self) -> list[Tok]:
         out: list[Tok] = []
@@ -112,7 +114,7 @@ class Parser:
         mod = ModuleAst()
         while self.look() is not None:
             tok = self.next()
-            self.stmt_comment = self.op_comment = ""
+            self.stmt_comment = self.op_comment = self._context = ""
             if tok.text == ".version":
                 mod.version = self.version(tok)
             elif tok.text == ".target":
@@ -193,7 +195,7 @@ class Parser:
             else:
                 raise PtxError(d.line, f"unexpected {d.text!r} before the body of {ent.name}")
         self.expect("{")
-        self.stmt_comment = self.op_comment = ""
+        self.stmt_comment = self.op_comment = self._context = ""
         self.body(ent)
         return ent
 
