@@ -302,3 +302,82 @@ def test_reads_of_unwritten_registers_are_found():
                             "\n\tret;")
     assert run_sanitized(guarded) == []
     assert run_sanitized(never, sanitize=False) == []
+
+
+def test_every_atomic_operation_in_lane_order():
+    """Each lane applies its atomic to one word after the lanes before it (checked by replaying the
+    lanes in order in Python); red is atom without the old value."""
+    ops = [("add.u32", lambda o, v: (o + v) & 0xFFFFFFFF), ("and.b32", lambda o, v: o & v), ("or.b32", lambda o, v: o | v),
+           ("xor.b32", lambda o, v: o ^ v), ("exch.b32", lambda o, v: v), ("min.u32", min), ("max.u32", max),
+           ("inc.u32", lambda o, v: 0 if o >= v else o + 1), ("dec.u32", lambda o, v: v if o == 0 or o > v else o - 1)]
+    rng = np.random.default_rng(3)
+    for space in ("global", "shared"):
+        for op, f in ops:
+            vals = rng.integers(0, 2**32, 96, dtype=np.uint64).astype(np.uint32) if op[:3] not in ("inc", "dec") \
+                else rng.integers(0, 40, 96).astype(np.uint32)
+            if space == "global":
+                body = f"\tld.global.u32 %r3, [%rd1];\n\tatom.global.{op} %r4, [%rd0+384], %r3;\n" \
+                       "\tst.global.u32 [%rd1], %r4;\n\tret;"
+                regs = ""
+            else:
+                body = f"\tld.global.u32 %r3, [%rd1];\n\tatom.shared.{op} %r4, [sh], %r3;\n\tbar.sync 0;\n" \
+                       "\tld.shared.u32 %r5, [sh];\n\tst.global.u32 [%rd1], %r4;\n\tst.global.u32 [%rd0+384], %r5;\n\tret;"
+                regs = "\t.shared .align 4 .b8 sh[4];\n"
+            start = 7
+            buf = np.concatenate([vals, np.array([start if space == "global" else 0], np.uint32)])
+            (out,), findings = launch(kernel(PROLOGUE + body, regs=regs), "k", (1, 1, 1), (96, 1, 1), [buf])
+            word, olds = (start if space == "global" else 0), []
+            for v in vals.tolist():
+                olds.append(word)
+                word = f(word, v)
+            assert out[:96].tolist() == olds and int(out[96]) == word and not findings, (space, op)
+    (out,), _ = launch(kernel(PROLOGUE + "\tred.global.add.u32 [%rd0+256], %r0;\n\tret;"), "k", (1, 1, 1), (64, 1, 1),
+                       [np.zeros(65, np.uint32)])
+    assert int(out[64]) == sum(range(64))
+
+
+def test_hand_written_kernels_of_the_benchmarks_and_gpu_tests():
+    from vyre_decl.bench.kernels import v4_add_ptx
+
+    n4 = 40
+    for ty, dt in (("f32", np.float32), ("u32", np.uint32)):
+        a, b = np.arange(4 * n4).astype(dt), (np.arange(4 * n4) * 3 + 1).astype(dt)
+        (ra, rb, rc), findings = launch(v4_add_ptx(90, "8.0", ty), "v4add", (2, 1, 1), (32, 1, 1),
+                                        [a, b, np.zeros(4 * n4, dt)], scalars=[n4])
+        assert np.array_equal(rc, a + b) and not findings
+    bad = ".version 7.8\n.target sm_75\n.address_size 64\n.visible .entry bad()\n{\n .reg .u64 %a;\n mov.u64 %a, 16;\n" \
+          " st.global.u32 [%a], 0;\n ret;\n}\n"  # tests/test_cuda.py's sticky-fault kernel
+    with pytest.raises(KernelFault) as info:
+        load_module(bad, 90).kernels["bad"].run((1, 1, 1), (1, 1, 1), b"", DeviceMemory(BASE))
+    assert info.value.kind == "illegal_address" and "0x10" in info.value.detail and info.value.line == 8
+
+
+def test_multiword_multiply_with_madc():
+    """A 64 x 64 -> 128-bit product from 32-bit limbs with mad.lo.cc / madc.hi.cc / madc."""
+    rng = np.random.default_rng(5)
+    x, y = (rng.integers(0, 2**63, 64, dtype=np.uint64) * np.uint64(2) + np.uint64(1) for _ in range(2))
+    body = """\tmul.wide.u32 %rd2, %r0, 8;
+\tadd.u64 %rd3, %rd0, %rd2;
+\tld.global.v2.u32 {%r3, %r4}, [%rd3];
+\tld.global.v2.u32 {%r5, %r6}, [%rd3+512];
+\tmul.lo.u32 %r7, %r3, %r5;
+\tmul.hi.u32 %r8, %r3, %r5;
+\tmad.lo.cc.u32 %r8, %r3, %r6, %r8;
+\tmadc.hi.u32 %r9, %r3, %r6, 0;
+\tmad.lo.cc.u32 %r8, %r4, %r5, %r8;
+\tmadc.hi.cc.u32 %r9, %r4, %r5, %r9;
+\taddc.u32 %r10, 0, 0;
+\tmad.lo.cc.u32 %r9, %r4, %r6, %r9;
+\tmadc.hi.u32 %r10, %r4, %r6, %r10;
+\tmul.wide.u32 %rd4, %r0, 16;
+\tadd.u64 %rd4, %rd0, %rd4;
+\tst.global.v4.u32 [%rd4+1024], {%r7, %r8, %r9, %r10};
+\tret;"""
+    buf = np.concatenate([x.view(np.uint32), y.view(np.uint32), np.zeros(256, np.uint32)])
+    (out,), _ = launch(kernel(PROLOGUE.replace("%rd1", "%rd15") + body), "k", (1, 1, 1), (64, 1, 1), [buf])
+    words = out[256:].astype(np.uint64).reshape(64, 4)
+    got = [int(w[0]) | int(w[1]) << 32 | int(w[2]) << 64 | int(w[3]) << 96 for w in words]
+    assert got == [int(a) * int(b) for a, b in zip(x, y)]
+    fl, _ = launch(kernel(PROLOGUE + "\tcvt.rn.f32.u32 %f1, %r0;\n\tmad.rn.f32 %f2, %f1, %f1, 0f3F800000;\n"
+                          "\tst.global.f32 [%rd1], %f2;\n\tret;"), "k", (1, 1, 1), (64, 1, 1), [np.zeros(64, np.float32)])
+    assert fl[0].tolist() == [float(i * i + 1) for i in range(64)]
