@@ -13,7 +13,7 @@ import numpy as np
 
 from .ptx_ast import Addr, Instr
 from .ptx_machine import Fn, Machine, Mask, PType
-from .ptx_mem import Space, _read, _resolve, _space_of, _write
+from .ptx_mem import Space, read_at, resolve, space_of, write_at
 from .ptx_operands import Ctx
 
 __all__ = ["DECODERS"]
@@ -73,9 +73,9 @@ def apply(m: Machine, space: str, addr: np.ndarray, idx: Any, t: PType, op: str,
         lanes = order[rank == r]
         lanes.sort()
         sub = sel_idx[lanes] if isinstance(idx, slice) else idx[lanes]
-        cur = _read(m, space, addr[lanes], sub, t.dtype)
+        cur = read_at(m, space, addr[lanes], sub, t.dtype)
         old[lanes] = cur
-        _write(m, space, addr[lanes], sub, np.asarray(f(cur, b[lanes], c[lanes]), dtype=t.dtype))
+        write_at(m, space, addr[lanes], sub, np.asarray(f(cur, b[lanes], c[lanes]), dtype=t.dtype))
     return old
 
 
@@ -85,7 +85,7 @@ def _add_all(m: Machine, space: str, addr: np.ndarray, idx: Any, t: PType, b: np
     ut = np.dtype(f"uint{t.bits}")
     firsts = order[rank == 0]
     sub = np.arange(addr.size)[firsts] if isinstance(idx, slice) else idx[firsts]
-    start = _read(m, space, addr[firsts], sub, t.dtype).view(ut).astype(np.uint64)
+    start = read_at(m, space, addr[firsts], sub, t.dtype).view(ut).astype(np.uint64)
     vals = b.view(ut).astype(np.uint64)[order]
     csum = np.cumsum(vals, dtype=np.uint64)
     group = np.cumsum(rank == 0) - 1  # which cell each sorted lane belongs to
@@ -96,13 +96,13 @@ def _add_all(m: Machine, space: str, addr: np.ndarray, idx: Any, t: PType, b: np
     old[order] = old_sorted
     ends = np.flatnonzero(np.r_[rank[1:] == 0, True])
     final = (start + (csum[ends] - base[ends])).astype(ut)
-    _write(m, space, addr[firsts], sub, final.view(t.dtype))
+    write_at(m, space, addr[firsts], sub, final.view(t.dtype))
     return old.astype(ut).view(t.dtype)
 
 
 def dec_atom(ins: Instr, ctx: Ctx) -> Fn:
     red = ins.opcode == "red"
-    space, rest = _space_of(ctx, ins.mods)
+    space, rest = space_of(ctx, ins.mods)
     if space not in ("global", "shared", "generic"):
         raise ctx.error(f"{ins.opcode} on .{space} memory does not exist")
     if len(rest) != 2 or rest[0] not in _OPS or rest[1] not in _OPS[rest[0]]:
@@ -125,7 +125,7 @@ def dec_atom(ins: Instr, ctx: Ctx) -> Fn:
     def run(m: Machine, mask: Mask) -> None:
         idx = m.lanes(mask)
         addr = sp.addresses(m, mask, idx)
-        kind, addr = _resolve(m, sp.space, addr, t.bits // 8)
+        kind, addr = resolve(m, sp.space, addr, t.bits // 8)
         bv = np.broadcast_to(np.asarray(b(m, mask), dtype=t.dtype), (m.n,))[idx]
         cv = np.broadcast_to(np.asarray(c(m, mask), dtype=t.dtype), (m.n,))[idx] if c is not None else bv
         race, m.race = m.race, None  # atomics do not race with one another

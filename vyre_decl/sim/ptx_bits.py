@@ -10,7 +10,7 @@ import numpy as np
 
 from .ptx_ast import Imm, Instr
 from .ptx_int import unsigned
-from .ptx_machine import Fn, Machine, Mask, PType
+from .ptx_machine import Fn, Machine, Mask
 from .ptx_operands import Ctx, arity, split_mods
 
 __all__ = ["DECODERS", "bit_length"]
@@ -328,5 +328,3 @@ DECODERS: dict[str, Callable[[Instr, Ctx], Fn]] = {
     "bfind": dec_bfind, "bfe": dec_bfe, "bfi": dec_bfi, "fns": dec_fns, "szext": dec_szext, "bmsk": dec_bmsk,
     "prmt": dec_prmt,
 }
-
-_ = PType  # re-exported type used in annotations of callers

@@ -32,8 +32,9 @@ def launch(prog: Program, grid: tuple[int, int, int], block: tuple[int, int, int
            stats: dict[str, Any] | None = None) -> list[Finding]:
     """Run ``prog`` on every block of ``grid``; the findings (one per kind and PTX line)."""
     dims = tuple(grid) + tuple(block)
-    if len(dims) != 6 or any(not isinstance(d, int) or d < 1 for d in dims):
+    if len(dims) != 6 or any(not isinstance(d, (int, np.integer)) or d < 1 for d in dims):
         raise ValueError(f"grid {grid} and block {block} need three positive integers each")
+    grid, block = (int(grid[0]), int(grid[1]), int(grid[2])), (int(block[0]), int(block[1]), int(block[2]))
     if len(params) < prog.param_bytes:
         raise ValueError(f"{prog.name} takes {prog.param_bytes} bytes of parameters, {len(params)} given")
     threads = block[0] * block[1] * block[2]

@@ -21,7 +21,7 @@ from .ptx_machine import Fn, Machine, Mask, PType
 from .ptx_operands import Ctx, arity
 from .ptx_sanitize import shared_access
 
-__all__ = ["DECODERS", "SHARED_WINDOW", "LOCAL_WINDOW", "Space"]
+__all__ = ["DECODERS", "SHARED_WINDOW", "LOCAL_WINDOW", "Space", "read_at", "write_at", "resolve", "space_of"]
 
 SHARED_WINDOW = 0x0000_0001_0000_0000  # generic addresses of the block's shared memory
 LOCAL_WINDOW = 0x0000_0002_0000_0000  # generic addresses of a thread's local memory
@@ -64,7 +64,7 @@ class Space:
         return self.base(m, mask)[idx].astype(np.uint64) + np.uint64(self.const & 0xFFFFFFFFFFFFFFFF)
 
 
-def _space_of(ctx: Ctx, mods: tuple[str, ...]) -> tuple[str, list[str]]:
+def space_of(ctx: Ctx, mods: tuple[str, ...]) -> tuple[str, list[str]]:
     space, rest = "generic", []
     for mod in mods:
         name = mod.split("::")[0]
@@ -100,8 +100,8 @@ def load(m: Machine, sp: Space, mask: Mask, t: PType, vec: int) -> list[np.ndarr
         raw = m.params[sp.const:sp.const + size * vec]
         vals = np.frombuffer(raw, dtype=t.dtype, count=vec) if len(raw) == size * vec else _param_fault(m, sp)
         return [np.full(addr.size, v, dtype=t.dtype) for v in vals]
-    space, addr = _resolve(m, sp.space, addr, size * vec)
-    return [_read(m, space, addr + np.uint64(k * size), idx, t.dtype) for k in range(vec)]
+    space, addr = resolve(m, sp.space, addr, size * vec)
+    return [read_at(m, space, addr + np.uint64(k * size), idx, t.dtype) for k in range(vec)]
 
 
 def store(m: Machine, sp: Space, mask: Mask, t: PType, values: list[Any]) -> None:
@@ -110,18 +110,18 @@ def store(m: Machine, sp: Space, mask: Mask, t: PType, values: list[Any]) -> Non
     size = t.bits // 8
     if sp.space == "param":
         raise m.fault("illegal_instruction", "a kernel parameter cannot be stored to")
-    space, addr = _resolve(m, sp.space, addr, size * len(values))
+    space, addr = resolve(m, sp.space, addr, size * len(values))
     for k, v in enumerate(values):
         vals = np.broadcast_to(np.asarray(v, dtype=t.dtype), (addr.size,)) if np.ndim(v) == 0 else \
             np.asarray(v, dtype=t.dtype)[idx]
-        _write(m, space, addr + np.uint64(k * size), idx, vals)
+        write_at(m, space, addr + np.uint64(k * size), idx, vals)
 
 
 def _param_fault(m: Machine, sp: Space) -> Any:
     raise m.fault("illegal_address", f"parameter offset {sp.const} is past the parameter buffer")
 
 
-def _resolve(m: Machine, space: str, addr: np.ndarray, width: int) -> tuple[str, np.ndarray]:
+def resolve(m: Machine, space: str, addr: np.ndarray, width: int) -> tuple[str, np.ndarray]:
     if (addr % np.uint64(width)).any():
         bad = int(addr[np.flatnonzero(addr % np.uint64(width))[0]])
         raise m.fault("misaligned_address", f"address {bad:#x} is not aligned to the {width}-byte access")
@@ -138,7 +138,7 @@ def _resolve(m: Machine, space: str, addr: np.ndarray, width: int) -> tuple[str,
     return "global", addr
 
 
-def _read(m: Machine, space: str, addr: np.ndarray, idx: Any, dt: np.dtype) -> np.ndarray:
+def read_at(m: Machine, space: str, addr: np.ndarray, idx: Any, dt: np.dtype) -> np.ndarray:
     if space == "global":
         try:
             return m.memory.load(addr, dt)
@@ -154,7 +154,7 @@ def _read(m: Machine, space: str, addr: np.ndarray, idx: Any, dt: np.dtype) -> n
     return _local(m, addr, idx, dt.itemsize, write=False).view(dt)[:, 0]
 
 
-def _write(m: Machine, space: str, addr: np.ndarray, idx: Any, vals: np.ndarray) -> None:
+def write_at(m: Machine, space: str, addr: np.ndarray, idx: Any, vals: np.ndarray) -> None:
     if space == "global":
         try:
             m.memory.store(addr, np.ascontiguousarray(vals))
@@ -186,7 +186,7 @@ def _local(m: Machine, addr: np.ndarray, idx: Any, width: int, write: bool) -> A
 
 # ============================================================================ decoders
 def dec_ld(ins: Instr, ctx: Ctx) -> Fn:
-    space, rest = _space_of(ctx, ins.mods)
+    space, rest = space_of(ctx, ins.mods)
     vec, t = _vec_and_type(ctx, rest)
     arity(ctx, ins, 2)
     target, where = ins.operands
@@ -212,7 +212,7 @@ def dec_ld(ins: Instr, ctx: Ctx) -> Fn:
 
 
 def dec_st(ins: Instr, ctx: Ctx) -> Fn:
-    space, rest = _space_of(ctx, ins.mods)
+    space, rest = space_of(ctx, ins.mods)
     vec, t = _vec_and_type(ctx, rest)
     arity(ctx, ins, 2)
     where, source = ins.operands
