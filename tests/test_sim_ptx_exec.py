@@ -381,3 +381,23 @@ def test_multiword_multiply_with_madc():
     fl, _ = launch(kernel(PROLOGUE + "\tcvt.rn.f32.u32 %f1, %r0;\n\tmad.rn.f32 %f2, %f1, %f1, 0f3F800000;\n"
                           "\tst.global.f32 [%rd1], %f2;\n\tret;"), "k", (1, 1, 1), (64, 1, 1), [np.zeros(64, np.float32)])
     assert fl[0].tolist() == [float(i * i + 1) for i in range(64)]
+
+
+def test_literals_of_every_form():
+    body = """\tmov.f32 %f1, 0f3FC00000;
+\tadd.rn.f32 %f1, %f1, 2;
+\tmov.f32 %f2, 0.25;
+\tadd.rn.f32 %f1, %f1, %f2;
+\tmov.u32 %r3, 0x10;
+\tadd.u32 %r3, %r3, 010;
+\tadd.u32 %r3, %r3, 0b11;
+\tadd.u32 %r3, %r3, -1;
+\tadd.u32 %r3, %r3, 5U;
+\tcvt.rzi.u32.f32 %r4, %f1;
+\tmad.lo.u32 %r4, %r3, 100, %r4;
+\tst.global.u32 [%rd1], %r4;
+\tret;"""
+    out, _ = run_u32(body, 1)
+    assert out.tolist() == [(16 + 8 + 3 - 1 + 5) * 100 + 3]  # 1.5 + 2 + 0.25 truncates to 3
+    with pytest.raises(PtxError, match="too large"):
+        load_module(kernel("\tadd.rn.f32 %f1, %f1, " + "9" * 400 + ";"), 90)

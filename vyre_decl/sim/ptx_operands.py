@@ -108,8 +108,10 @@ class Ctx:
                 raise self.error("a float literal is not a predicate")
             return np.bool_(op.value != 0)
         if t.kind == "f":
-            if isinstance(op, Imm):
-                return t.dtype.type(op.value)  # an integer literal in a float instruction: its value
+            if isinstance(op, Imm):  # an integer literal in a float instruction: its value
+                if abs(op.value) >= 2 ** 1024:
+                    raise self.error(f"the literal {op.value} is too large for .{t.name}")
+                return t.dtype.type(float(op.value))
             if op.width == t.bits:
                 return np.array(op.bits, dtype=storage_dtype(t.bits)).view(t.dtype)[()]
             return t.dtype.type(_float_of(op))
