@@ -209,3 +209,19 @@ def test_the_simulator_depends_on_nothing_else_in_vyre_decl():
             assert not [n for n in names if n.startswith("vyre_decl") and not n.startswith("vyre_decl.sim")], path
             if isinstance(node, ast.ImportFrom) and node.level:
                 assert node.level == 1, f"{path} imports from outside vyre_decl.sim"
+
+
+def test_pinned_memory_is_real_and_freed_after_the_copies_that_use_it(sim):
+    context()
+    ptr, s = alloc(4096), stream()
+    host = c_void_p()
+    cu.call("cuMemHostAlloc", byref(host), 1 << 22, 0)
+    assert (host.value or 0) % 4096 == 0  # page aligned
+    ctypes.memset(host.value, 9, 4096)
+    cu.call("cuMemcpyHtoDAsync_v2", cu.CUdeviceptr(ptr), host, 4096, s)
+    cu.call("cuMemFreeHost", host)  # runs the queued copy first
+    assert code("cuStreamQuery", s) == 0  # nothing left queued
+    assert device_bytes(sim, ptr, 4096) == b"\t" * 4096
+    state = sim.model.devices[0].context.state
+    assert state.pinned == {} and sim.model.graveyard == []  # released, not kept
+    assert code("cuMemFreeHost", host) == 1

@@ -17,9 +17,11 @@ When a copy touches host memory follows the CUDA "API synchronization behavior" 
   the copy runs. ``cuMemcpyDtoHAsync_v2``: to pageable memory the call waits for the copy, to
   pinned memory the bytes land when the copy runs.
 
-Pinned memory (``cuMemHostAlloc``) is real host memory, page aligned, kept alive by the model;
-after ``cuMemFreeHost`` or its context's destruction its buffer is kept (``graveyard``) so that
-no stale view can touch freed memory, but the driver no longer knows it.
+Pinned memory (``cuMemHostAlloc``) is real host memory, page aligned, kept alive by the model
+until ``cuMemFreeHost`` releases it (queued copies that use it run first). When its context is
+destroyed with pinned memory still allocated, those buffers are kept (``graveyard``) so that a
+view the program still holds reads stale bytes rather than freed memory; the driver no longer
+knows them.
 
 Modelled durations: a copy costs 1 µs plus its bytes at 25 bytes/ns between host and device, or
 at the device's memory bandwidth (read and write) on the device; a memset 1 µs plus its bytes at
@@ -105,8 +107,7 @@ class MemoryCalls(DriverBase):
         for dev in self.devices:  # queued copies may still read or write it
             if dev.context.state is not None and not dev.context.state.poisoned:
                 flush(dev.context.state, self)
-        del state.pinned[block.address]
-        self.graveyard.append(block.buffer)
+        del state.pinned[block.address]  # the host memory is released, as the driver does
         return 0
 
     # --- memsets
