@@ -50,6 +50,13 @@ def cuda(torch):
         yield be
 
 
+@pytest.fixture(scope="module")
+def pipes(cuda):
+    """The kernels, loaded before any test queues work: loading a module, like allocating memory,
+    may wait for the whole device, which would hide a missing wait."""
+    return cuda.compile(PLUS_ONE), cuda.compile(FILL)
+
+
 def _busy(stream: int) -> bool:
     """Whether work queued on ``stream`` (a CUstream handle) is still running."""
     return cu.function("cuStreamQuery")(stream) == cu.CUDA_ERROR_NOT_READY
@@ -59,7 +66,7 @@ def _torch_sleeps(torch):
     torch.cuda._sleep(1 << 31)  # about a second of spinning on torch's current stream
 
 
-def test_wrap_of_a_tensor_without_a_stream_waits_for_torchs_queued_work(torch, cuda):
+def test_wrap_of_a_tensor_without_a_stream_waits_for_torchs_queued_work(torch, cuda, pipes):
     x = torch.zeros(N, device="cuda")
     y = torch.full_like(x, 7.0)
     torch.cuda.synchronize()
@@ -67,23 +74,21 @@ def test_wrap_of_a_tensor_without_a_stream_waits_for_torchs_queued_work(torch, c
     x.fill_(3.0)
     y.fill_(5.0)  # would overwrite our output if it ran after our kernel
     assert "stream" not in x.__cuda_array_interface__  # PyTorch: version 2, no stream
-    xv, yv = cuda.wrap(x), cuda.wrap(y)
-    assert not torch.cuda.current_stream().query()  # torch is still writing
-    cuda.compile(PLUS_ONE).dispatch_resident([xv, yv])
+    pipes[0].dispatch_resident([cuda.wrap(x), cuda.wrap(y)])
+    assert not torch.cuda.current_stream().query()  # torch was still writing when our kernel was queued
     cuda.synchronize()
     assert int((y == 4.0).sum()) == N
 
 
-def test_wrap_honours_a_named_stream_and_a_version_3_stream(torch, cuda):
+def test_wrap_honours_a_named_stream_and_a_version_3_stream(torch, cuda, pipes):
     side = torch.cuda.Stream()
     x = torch.zeros(N, device="cuda")
+    y = cuda.allocate("f32", N)
     torch.cuda.synchronize()
     with torch.cuda.stream(side):
         _torch_sleeps(torch)
         x.fill_(2.0)
-    y = cuda.allocate("f32", N)
-    pipe = cuda.compile(PLUS_ONE)
-    pipe.dispatch_resident([cuda.wrap(x, stream=side), y])
+    pipes[0].dispatch_resident([cuda.wrap(x, stream=side), y])
     assert not side.query()  # torch is still writing on its side stream
     assert int((torch.from_dlpack(y) == 3.0).sum()) == N
 
@@ -95,43 +100,53 @@ def test_wrap_honours_a_named_stream_and_a_version_3_stream(torch, cuda):
     with torch.cuda.stream(side):
         _torch_sleeps(torch)
         x.fill_(9.0)
-    pipe.dispatch_resident([cuda.wrap(Version3(x, side.cuda_stream)), y])
+    pipes[0].dispatch_resident([cuda.wrap(Version3(x, side.cuda_stream)), y])
+    assert not side.query()
     assert int((torch.from_dlpack(y) == 10.0).sum()) == N
 
 
-def test_from_dlpack_waits_for_torchs_queued_work(torch, cuda):
+def test_from_dlpack_waits_for_torchs_queued_work(torch, cuda, pipes):
     x = torch.zeros(N, device="cuda")
+    y = cuda.allocate("f32", N)
     torch.cuda.synchronize()
     _torch_sleeps(torch)
     x.fill_(6.0)
-    y = cuda.allocate("f32", N)
-    cuda.compile(PLUS_ONE).dispatch_resident([cuda.from_dlpack(x), y])
+    pipes[0].dispatch_resident([cuda.from_dlpack(x), y])
+    assert not torch.cuda.current_stream().query()
     assert int(np.count_nonzero(cuda.download(y) == 7.0)) == N
 
 
-def test_torch_reads_our_output_after_our_kernel_through_dlpack(torch, cuda):
+def _spinning_fill(cuda, pipes, y):
+    """Queue FILL into ``y``: invocation 0 spins first, so the kernel is still running afterwards."""
+    n = cuda.upload(np.array([1 << 26], np.uint32))
+    pipes[1].dispatch_resident([n, y])
+    assert _busy(cuda.stream_handle)
+
+
+def test_torch_reads_our_output_after_our_kernel_through_dlpack(torch, cuda, pipes):
     y = cuda.allocate("f32", N)
-    cuda.compile(FILL).dispatch_resident([cuda.upload(np.array([1 << 26], np.uint32)), y])
-    assert _busy(cuda.stream_handle)  # our kernel is still running when torch takes the memory
-    t = torch.from_dlpack(y)  # torch's current stream waits for ours on the GPU
     want = (torch.arange(N, device="cuda") % 7).float()
+    torch.cuda.synchronize()
+    _spinning_fill(cuda, pipes, y)
+    t = torch.from_dlpack(y)  # torch's current stream waits for ours on the GPU
     assert bool(torch.equal(t, want))
 
 
-def test_torch_reads_a_wrapped_tensor_we_wrote_after_order_before(torch, cuda):
+def test_torch_reads_a_wrapped_tensor_we_wrote_after_order_before(torch, cuda, pipes):
     y = torch.full((N,), -1.0, device="cuda")
-    cuda.compile(FILL).dispatch_resident([cuda.upload(np.array([1 << 26], np.uint32)), cuda.wrap(y)])
-    assert _busy(cuda.stream_handle)
-    cuda.order_before(torch.cuda.current_stream())
     want = (torch.arange(N, device="cuda") % 7).float()
+    torch.cuda.synchronize()
+    _spinning_fill(cuda, pipes, cuda.wrap(y))
+    cuda.order_before(torch.cuda.current_stream())
     assert bool(torch.equal(y, want))
 
 
-def test_cupy_reads_our_output_through_its_version_3_stream(cuda):
+def test_cupy_reads_our_output_through_its_version_3_stream(cuda, pipes):
     cupy = pytest.importorskip("cupy", reason="CuPy consumes __cuda_array_interface__ with its stream")
     y = cuda.allocate("f32", N)
-    cuda.compile(FILL).dispatch_resident([cuda.upload(np.array([1 << 26], np.uint32)), y])
-    assert _busy(cuda.stream_handle)
+    want = (cupy.arange(N) % 7).astype(cupy.float32)
+    cupy.cuda.Device().synchronize()
+    _spinning_fill(cuda, pipes, y)
     assert y.__cuda_array_interface__["stream"] == cuda.stream_handle
     c = cupy.asarray(y)  # CuPy waits on the interface's stream
-    assert int((c == (cupy.arange(N) % 7).astype(cupy.float32)).sum()) == N
+    assert int((c == want).sum()) == N
