@@ -42,12 +42,14 @@ def main() -> None:
     stream = c_void_p(be.stream_handle)
     a, b = np.arange(N, dtype=np.uint32), np.full(N, 7, np.uint32)
     da, db, dout = (be.allocate("u32", N) for _ in range(3))
+    be.synchronize()  # their zero-fill on our stream is done before the raw copies write them
     host = c_void_p()
     cu.call("cuMemHostAlloc", byref(host), 3 * 4 * N, 0)
     h2d, d2h = cu.function("cuMemcpyHtoD_v2"), cu.function("cuMemcpyDtoH_v2")
     h2d_async, d2h_async = cu.function("cuMemcpyHtoDAsync_v2"), cu.function("cuMemcpyDtoHAsync_v2")
     sync = cu.function("cuStreamSynchronize")
-    baseline = RawLaunch(pipe.function, [x.ptr for x in (da, db, dout)], N, stream)
+    # on the legacy default stream, where the synchronous copies run: the three are ordered
+    baseline = RawLaunch(pipe.function, [x.ptr for x in (da, db, dout)], N, c_void_p(None))
     launch, launch_args = baseline.launch, baseline.args
     res = np.empty(N, np.uint32)
 
@@ -64,7 +66,7 @@ def main() -> None:
         "pageable D2H 4 KB": lambda: d2h(res.ctypes.data, dout.ptr, 4 * N),
         "pinned async H2D 12 KB + sync": lambda: (h2d_async(da.ptr, host, 3 * 4 * N, stream), sync(stream)),
         "pinned async D2H 4 KB + sync": lambda: (d2h_async(host, dout.ptr, 4 * N, stream), sync(stream)),
-        "launch + sync": lambda: (launch(*launch_args), sync(stream)),
+        "launch + sync": lambda: (launch(*launch_args), sync(None)),
         "sync of an idle stream": lambda: sync(stream),
     }
     medians = quiet(lambda: interleaved(list(pieces.values()), args.batches, args.per_batch, be.synchronize))

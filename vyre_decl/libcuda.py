@@ -46,6 +46,8 @@ __all__ = [
     "ATTR",
     "function",
     "CU_STREAM_NON_BLOCKING",
+    "SIM_ENV",
+    "is_simulated",
     "CU_STREAM_LEGACY",
     "CU_STREAM_PER_THREAD",
     "CUDA_ERROR_INVALID_CONTEXT",
@@ -150,6 +152,7 @@ ATTR: Final = {
 # misaligned address, invalid address space, invalid PC, launch failure, unknown)
 STICKY_ERRORS: Final = frozenset({700, 702, 710, 714, 715, 716, 717, 718, 719, 999})
 # flags and codes of the driver API (cuda.h)
+SIM_ENV: Final = "VYRE_DECL_CUDA_SIM"  # simulated GPUs instead of the driver: profile names, e.g. h100,t4
 CU_STREAM_NON_BLOCKING: Final = 1
 CU_STREAM_LEGACY: Final = 1  # the handle of the legacy default stream (CUDA's "stream 0")
 CU_STREAM_PER_THREAD: Final = 2  # the handle of the calling thread's per-thread default stream
@@ -198,18 +201,35 @@ class ModuleLoadError(CudaError):
 
 _lock = threading.Lock()
 _lib: ctypes.CDLL | None = None
-_pylib: ctypes.PyDLL | None = None
+_pylib: Any = None  # a ctypes.PyDLL over the driver, or the simulated driver's python_api()
 _fns: dict[str, Any] = {}
 
 
 def lib() -> ctypes.CDLL:
-    """The driver library, opened on first use (OSError if there is none)."""
+    """The driver library, opened on first use (OSError if there is none): the simulated driver
+    when ``VYRE_DECL_CUDA_SIM`` names simulated GPUs (``h100``, ``h100,t4``), else libcuda.so.1
+    (or the library ``VYRE_DECL_LIBCUDA`` names)."""
     global _lib
     if _lib is None:
         with _lock:
             if _lib is None:
-                _lib = ctypes.CDLL(os.environ.get("VYRE_DECL_LIBCUDA", "libcuda.so.1"))
+                spec = os.environ.get(SIM_ENV, "").strip()
+                _lib = _simulated(spec) if spec else ctypes.CDLL(os.environ.get("VYRE_DECL_LIBCUDA", "libcuda.so.1"))
     return _lib
+
+
+def _simulated(spec: str) -> ctypes.CDLL:
+    from .sim import driver_library  # vyre_decl/sim: imported only when asked for
+
+    try:
+        return driver_library(spec)
+    except ValueError as exc:  # a misspelt profile: no driver, said like a missing library
+        raise OSError(str(exc)) from None
+
+
+def is_simulated() -> bool:
+    """Whether the driver is the simulated one (its kernels and cubins are not a GPU's)."""
+    return hasattr(lib(), "python_api")
 
 
 def device_count() -> int:
@@ -254,7 +274,8 @@ def raw(name: str, hold_gil: bool = False) -> Any:
     it again and, where the interpreter has a GIL, serialises the calls of all Python threads."""
     global _pylib
     if hold_gil and _pylib is None:
-        _pylib = ctypes.PyDLL(lib()._name, handle=lib()._handle)
+        api = getattr(lib(), "python_api", None)  # the simulated driver's own GIL-keeping pointers
+        _pylib = api() if api is not None else ctypes.PyDLL(lib()._name, handle=lib()._handle)
     fn = (_pylib if hold_gil else lib())[name]  # type: ignore[index]
     fn.restype = CUresult
     return fn

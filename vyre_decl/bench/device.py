@@ -260,8 +260,12 @@ def host_cost_rows(be: Any, batches: int, per_batch: int) -> list[Row]:
     graph.close()
     a, b = np.arange(n, dtype=np.uint32), np.full(n, 7, np.uint32)
     da, db, dout = (be.allocate("u32", n) for _ in range(3))
+    be.synchronize()  # their zero-fill, queued on our stream, is done before the raw copies write them
     h2d, d2h = cu.function("cuMemcpyHtoD_v2"), cu.function("cuMemcpyDtoH_v2")
-    launch_on_copies = RawLaunch(pipe.function, [x.ptr for x in (da, db, dout)], n, stream).call
+    # the synchronous copies run on the legacy default stream: the raw launch goes there too, so the
+    # three are ordered (on our non-blocking stream nothing ordered the kernel with either copy:
+    # right on hardware by timing only, wrong on the simulated driver)
+    launch_on_copies = RawLaunch(pipe.function, [x.ptr for x in (da, db, dout)], n, c_void_p(None)).call
 
     def raw_roundtrip() -> np.ndarray:
         h2d(da.ptr, a.ctypes.data, 4 * n)

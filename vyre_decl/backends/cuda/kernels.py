@@ -58,6 +58,8 @@ class KernelCache:
         self.evictions = {"ptx": 0, "modules": 0}
         root = cache_dir()
         self._ptx_disk, self._cubin_disk = DiskCache(root, "ptx"), DiskCache(root, "cubin")
+        # a simulated device reports a real GPU's target and driver: its cubins must not meet the GPU's
+        self._driver_kind = "simulated" if cu.is_simulated() else "driver"
 
     def module_for(self, program: Program) -> tuple[PtxModule, str]:
         """The PTX of ``program`` (validated, emitted or read from a cache) and its cache key."""
@@ -67,7 +69,7 @@ class KernelCache:
         counters = self.device.counters
         key = hashlib.sha256("|".join([program.content_hash(), reg.fingerprint, EMITTER_CONTRACT, __version__,
                                        str(target.sm), target.version, f"{cc[0]}.{cc[1]}",
-                                       str(info.driver_version)]).encode()).hexdigest()
+                                       str(info.driver_version), self._driver_kind]).encode()).hexdigest()
         module = self._ptx.get(key)
         if module is not None:
             counters["ptx_memory_hits"] += 1
