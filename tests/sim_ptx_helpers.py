@@ -1,6 +1,7 @@
 """Helpers of the PTX interpreter's tests (tests/test_sim_ptx*.py): run one instruction over many
-lanes, run a hand-written kernel, and run an emitted program with the CUDA backend's calling
-convention (pointers, then u32 element counts; outputs zero-filled; the inferred grid)."""
+lanes, run a hand-written kernel, and compare an emitted program run with the CUDA backend's
+calling convention (pointers, then u32 element counts; outputs zero-filled; the inferred grid:
+``vyre_decl.ops.simcheck.run_program``, which ``ops check`` uses too) with the reference."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from vyre_decl.ops.simcheck import SIM_BASE, run_program
 from vyre_decl.sim.memory import DeviceMemory
 from vyre_decl.sim.ptx import Finding, load_module
 
-BASE = 0x7F00_0000_0000
+BASE = SIM_BASE
 HEADER = ".version 8.0\n.target sm_90\n.address_size 64\n"
 
 _NP = {"u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64, "s8": np.int8, "s16": np.int16,
@@ -83,45 +85,6 @@ def launch(text: str, entry: str, grid: tuple[int, int, int], block: tuple[int, 
     findings = kernel.run(grid, block, params, mem, sanitize=sanitize)
     out = [np.frombuffer(mem.read(p, a.nbytes), dtype=a.dtype).copy() if a.nbytes else a for p, a in zip(ptrs, buffers)]
     return out, findings
-
-
-def run_program(program: Any, inputs: Sequence[Any], grid: tuple[int, int, int] | None = None,
-                target: str = "sm_90", vector: bool = False, stats: dict[str, Any] | None = None,
-                registry: Any = None, ptx: Any = None) -> tuple[list[np.ndarray], list[Finding]]:
-    """An emitted program on the simulator as the CUDA backend runs it: each buffer in device
-    memory (outputs zero-filled), parameters packed as emit/abi.py says, the inferred grid (a
-    quarter of it, in workgroups, for the vectorised entry). Returns the outputs as dispatch does.
-    ``ptx``: the program's emitted module for ``target``, when the caller has it."""
-    from vyre_decl.backends.config import DispatchConfig
-    from vyre_decl.backends.hostio import CallPlan, host_output, prepare
-    from vyre_decl.emit import emit
-    from vyre_decl.emit.abi import VECTOR_LANES
-
-    ptx = ptx or emit(program, registry, target)
-    module = load_module(ptx.text, int(target[3:]))
-    call = prepare(program, inputs, DispatchConfig(grid=grid))
-    mem = DeviceMemory(BASE)
-    addr = {}
-    for p in ptx.abi.params:
-        if p.kind == "ptr":
-            arr = call.memory[p.buffer]
-            addr[p.buffer] = mem.allocate(max(arr.nbytes, 16))
-            mem.write(addr[p.buffer], arr.tobytes())
-    name = ptx.vector_entry if vector else ptx.entry
-    assert name is not None
-    kernel = module.kernels[name]
-    params = bytearray(kernel.param_bytes)
-    for prm, p in zip(kernel.params, ptx.abi.params):
-        value = addr[p.buffer] if p.kind == "ptr" else call.counts[p.buffer]
-        struct.pack_into("<Q" if prm.nbytes == 8 else "<I", params, prm.offset, value)
-    g = CallPlan(program).grid(call.counts, lanes=VECTOR_LANES) if vector else call.grid
-    findings = [] if 0 in g else kernel.run(g, program.workgroup_size, bytes(params), mem, stats=stats)
-    outs = []
-    for d in program.outputs:
-        host = call.memory[d.name]
-        raw = np.frombuffer(mem.read(addr[d.name], host.nbytes), dtype=host.dtype) if host.nbytes else host
-        outs.append(host_output(d, raw.copy()))
-    return outs, findings
 
 
 def f32(bits: int) -> float:

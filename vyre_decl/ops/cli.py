@@ -2,7 +2,7 @@
 
     python -m vyre_decl.ops list [--json] [--dialect NAME]
     python -m vyre_decl.ops show ID [--json]
-    python -m vyre_decl.ops check [PATHS...] [--json] [--no-ptxas]   exit 1 on any error
+    python -m vyre_decl.ops check [PATHS...] [--json] [--no-ptxas] [--no-sim]   exit 1 on any error
     python -m vyre_decl.ops laws [OPS...] [--suggest] [--json]        the catalogue, or what to declare
     python -m vyre_decl.ops new ID [--types u32,i32] [--arity 2] [--file PATH]
     python -m vyre_decl.ops schema                                    JSON Schema of op files
@@ -105,23 +105,31 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 def _cmd_check(args: argparse.Namespace) -> int:
     from .check import check_semantics, check_templates
+    from .simcheck import check_templates_on_sim
 
     t0 = time.perf_counter()
     reg = load(args.paths, env=not args.paths)
     diags = list(reg.diagnostics)
+    sim = None
     if not reg.errors:
         diags += check_semantics(reg, reg)
         if not args.no_ptxas:
             diags += check_templates(reg, reg)
+        if not args.no_sim:
+            sim = check_templates_on_sim(reg, reg)
+            diags += sim.diagnostics
     errors = [d for d in diags if d.severity == "error"]
     if args.json:
         print(json.dumps({"ops": len(reg), "dialects": len(reg.dialects),
+                          "simulated": None if sim is None else sim.as_dict(),
                           "diagnostics": [d.as_dict() for d in diags]}, indent=2))
     else:
         for d in diags:
             print(d, file=sys.stderr)
         status = "FAILED" if errors else "ok"
-        print(f"{status}: {len(reg)} ops in {len(reg.dialects)} dialects from {len(reg.sources)} file(s); "
+        ran = sim.summary() if sim is not None else "no template executed: " + (
+            "a file was rejected" if reg.errors else "--no-sim")
+        print(f"{status}: {len(reg)} ops in {len(reg.dialects)} dialects from {len(reg.sources)} file(s); {ran}; "
               f"{len(errors)} error(s), {len(diags) - len(errors)} note(s)/warning(s) "
               f"in {time.perf_counter() - t0:.2f} s")
     return 1 if errors else 0
@@ -236,10 +244,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=_cmd_show)
     p = sub.add_parser("check", help="load op files, run their known answers and laws on the reference, "
-                       "assemble their templates (default: the standard ops and VYRE_DECL_OPS_PATH)")
+                       "assemble their templates and execute them on the simulated GPU against the reference "
+                       "(default: the standard ops and VYRE_DECL_OPS_PATH)")
     p.add_argument("paths", nargs="*", help="op files or directories to check together with the standard ops")
     p.add_argument("--json", action="store_true")
     p.add_argument("--no-ptxas", action="store_true", help="do not assemble the templates")
+    p.add_argument("--no-sim", action="store_true", help="do not execute the templates on the simulated GPU")
     p.set_defaults(run=_cmd_check)
     p = sub.add_parser("laws", help="the law catalogue; with --suggest, laws that hold but are not declared")
     p.add_argument("ops", nargs="*", help="op ids or globs (default: every op)")
