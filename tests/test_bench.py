@@ -1,5 +1,6 @@
-"""The benchmark suite: rows judge their targets the right way round, and the smoke run works
-on a machine without a GPU (GPU cases skipped with the reason)."""
+"""The benchmark suite: rows judge their targets the right way round, the smoke run works on a
+machine without a GPU (GPU cases skipped with the reason), and the simulated device's rows
+(interpreter throughput, a simulated conformance run) check what they time."""
 
 from __future__ import annotations
 
@@ -41,3 +42,83 @@ def test_the_validation_rows_check_what_they_time(monkeypatch):
     monkeypatch.setattr(validation, "validate", lambda program, registry: [])
     with pytest.raises(AssertionError, match="V017 expected"):
         validation_rows(1)
+
+
+def test_the_interpreter_rows_measure_checked_lane_instructions():
+    import numpy as np
+
+    from vyre_decl.bench.kernels import add_program
+    from vyre_decl.bench.sim import REDUCE, _throughput
+    from vyre_decl.ir import parse_program
+
+    rng = np.random.default_rng(1)
+    a, b = (rng.integers(0, 2**32, 1 << 10, dtype=np.uint32) for _ in range(2))
+    rows = [_throughput("map", add_program("u32"), [a, b], False, 2),
+            _throughput("map v4", add_program("u32"), [a, b], True, 2),
+            _throughput("reduce", parse_program(REDUCE), [a], False, 2)]
+    for r in rows:
+        assert r.ours > 0 and r.baseline > 0 and r.unit == "M/s" and r.better == "higher"
+        assert r.extra["lane_instructions"] > 1024 and "output = reference backend's" in r.note
+    # the .v4 entry runs a quarter of the invocations: fewer lane-instructions for the same map
+    assert rows[1].extra["lane_instructions"] < rows[0].extra["lane_instructions"]
+
+
+def test_the_interpreter_rows_check_what_they_time(monkeypatch):
+    """An interpreter that answers fast and wrong (writes nothing), or reports a sanitizer finding,
+    is an error, not a fast row."""
+    import numpy as np
+    import pytest
+
+    from vyre_decl.bench.kernels import add_program
+    from vyre_decl.bench.sim import _throughput
+    from vyre_decl.sim import ptx
+
+    a = np.arange(1, 257, dtype=np.uint32)
+    real = ptx.Kernel.run
+    monkeypatch.setattr(ptx.Kernel, "run", lambda self, *args, **kw: [] if kw.get("stats") is None else
+                        kw["stats"].update(lane_instructions=1) or [])
+    with pytest.raises(AssertionError, match="differs from the reference"):
+        _throughput("map", add_program("u32"), [a, a], False, 1)
+    finding = ptx.Finding("shared_race", "k", 1, "st.shared.u32 [%r1], %r2;", "", "planted")
+    monkeypatch.setattr(ptx.Kernel, "run", lambda self, *args, **kw: real(self, *args, **kw) + [finding])
+    with pytest.raises(AssertionError, match="the sanitizer reported"):
+        _throughput("map", add_program("u32"), [a, a], False, 1)
+
+
+def test_the_simulated_conformance_row_runs_conform_on_the_simulator():
+    from vyre_decl.bench.sim import conformance_rows
+
+    (row,) = conformance_rows(quick=True)
+    assert row.ours > 0 and row.unit == "s" and "all passed" in row.note
+    s = row.extra["summary"]
+    assert s["op_types"] == s["op_types_passed"] == 4 and s["programs"] == s["programs_passed"] == 2
+    assert "--backend" in row.extra["command"] and "cuda" in row.extra["command"]
+
+
+def test_the_simulated_conformance_row_refuses_a_failed_or_unsimulated_run(monkeypatch):
+    import json
+    import subprocess
+    from pathlib import Path
+
+    import pytest
+
+    from vyre_decl.bench import sim
+
+    def fake(returncode: int, device: str, self_consistency: bool):
+        def run(cmd, **kw):
+            summary = {"op_types": 4, "op_types_passed": 4, "programs": 2, "programs_passed": 2, "routines": 0,
+                       "routines_passed": 0, "cases": 9, "failed_cases": 0, "laws_failed": 0}
+            Path(cmd[cmd.index("--out") + 1]).write_text(json.dumps({
+                "summary": summary, "backend": {"device": device}, "self_consistency": self_consistency,
+                "elapsed_s": 0.1}))
+            return subprocess.CompletedProcess(cmd, returncode, "", "1 failure")
+        return run
+
+    monkeypatch.setattr(sim.subprocess, "run", fake(1, "NVIDIA H100 80GB HBM3", False))
+    with pytest.raises(AssertionError, match="failed"):
+        sim.conformance_rows(quick=True)
+    monkeypatch.setattr(sim.subprocess, "run", fake(0, "reference", True))
+    with pytest.raises(AssertionError, match="not the simulator"):
+        sim.conformance_rows(quick=True)
+    monkeypatch.setattr(sim.subprocess, "run", fake(0, "NVIDIA H100 80GB HBM3", False))
+    assert sim.conformance_rows(quick=True)[0].extra["summary"]["programs_passed"] == 2

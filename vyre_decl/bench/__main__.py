@@ -3,7 +3,9 @@
     python -m vyre_decl.bench [--quick] [--json FILE] [--plot FILE.png] [--only SUBSTRING ...]
 
 ``--quick`` is a smoke run (small sizes, few repetitions, no verdicts; what CI runs). GPU cases are skipped,
-with the reason, where there is no GPU; PyTorch and CuPy baselines where they are not installed.
+with the reason, where there is no GPU; PyTorch and CuPy baselines where they are not installed. The
+``sim`` group (the simulated device: PTX interpreter throughput, a simulated conformance run) needs
+no GPU.
 Exit status 0, or 2 on a usage error.
 """
 
@@ -16,6 +18,7 @@ from typing import Sequence
 from .core import Row, render, to_json
 from .gpu import gpu_rows
 from .host import cold_start_rows, reference_rows, validation_rows
+from .sim import conformance_rows, interpreter_rows
 from ..clirun import run
 
 
@@ -50,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--json", metavar="FILE", help="also write the run as JSON")
     ap.add_argument("--plot", metavar="FILE", help="draw bandwidth against size (needs matplotlib)")
     ap.add_argument("--only", action="append", default=[], metavar="TEXT", help="only groups whose name contains TEXT "
-                    "(cpu, cold, gpu; repeatable)")
+                    "(cpu, sim, cold, gpu; repeatable)")
     try:
         args = ap.parse_args(argv)
     except SystemExit as exc:
@@ -64,6 +67,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if wanted("cpu"):
         rows += reference_rows(16 if args.quick else 24, 3 if args.quick else 7)
         rows += validation_rows(1 if args.quick else 5)
+    if wanted("sim"):
+        rows += interpreter_rows(args.quick, 1 if args.quick else 5)
+        rows += conformance_rows(args.quick)
     if wanted("cold"):
         rows += cold_start_rows(2 if args.quick else 7, "reference")
     if wanted("gpu"):
