@@ -346,3 +346,16 @@ def test_the_watchdog_stops_a_kernel_that_does_not_finish(sim, monkeypatch):
     cu.call("cuLaunchKernel", fn, 1, 1, 1, 32, 1, 1, 0, None, None, None)
     assert code("cuCtxSynchronize") == 702  # CUDA_ERROR_LAUNCH_TIMEOUT, sticky
     assert code("cuMemAlloc_v2", byref(c_uint64()), 64) == 702
+
+
+def test_maxntid_and_reqntid_bound_the_block_on_the_interpreter(sim):
+    """The interpreter keeps an entry's directives under their PTX names (``.maxntid``): the
+    driver's limits read them there (they were read under ``maxntid`` alone, so on the interpreter
+    a .maxntid kernel took 1024 threads)."""
+    real_ptx()
+    limit = c_int()
+    for directive, bound in ((".maxntid 512, 1, 1", 512), (".reqntid 64, 2, 1", 128)):
+        _, fn = load_fill(FILL_PTX.replace("{", directive + "\n{", 1))
+        cu.call("cuFuncGetAttribute", byref(limit), 0, fn)
+        assert limit.value == bound, directive
+        assert _launch(fn, (1, 1, 1), (1024, 1, 1), values=(alloc(4), 1, 5)) == 701

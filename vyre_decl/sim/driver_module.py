@@ -81,8 +81,8 @@ def max_threads(kernel: Any, profile: Profile) -> int:
     warps = profile.registers_per_block // _registers_per_warp(kernel, profile)
     limit = min(profile.max_threads_per_block, warps * profile.warp_size)
     directives = getattr(kernel, "directives", {}) or {}
-    for name in ("maxntid", "reqntid"):
-        dims = directives.get(name)
+    for name in ("maxntid", "reqntid"):  # the interpreter keeps them under their PTX names (".maxntid")
+        dims = directives.get("." + name) or directives.get(name)
         if dims:
             limit = min(limit, math.prod(dims))
     return limit
