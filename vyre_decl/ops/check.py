@@ -1,4 +1,5 @@
-"""``ops check`` beyond loading: known answers and laws on the reference, templates through ptxas.
+"""``ops check`` beyond loading: known answers and laws on the reference, templates through ptxas
+(and, in ``simcheck.py``, templates executed on the simulated GPU).
 
 Loading already checked the schema, the templates' instructions, types, laws' fit and KAT
 values. This runs what needs evaluation: every known answer against the reference function or
@@ -9,6 +10,10 @@ Problems are diagnostics naming file, op and types:
 R030 a known answer disagrees with the reference    R031 a declared law does not hold (a warning when
                                                          an attribute without a value keeps it unchecked)
 R032 ptxas rejects a template                       (note) ptxas was not found: templates unassembled
+R038 a template executed on the simulated GPU       R039 a template the simulator could not check (the
+     gives another result than the reference             interpreter rejects it, it faults, the sanitizer
+     (``simcheck.py``)                                   reports it); a note for an ``.approx`` instruction,
+                                                         a warning when the op also claims 0 ULP
 """
 
 from __future__ import annotations
