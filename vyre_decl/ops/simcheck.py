@@ -1,27 +1,29 @@
-"""``ops check`` executes templates: every PTX template of the checked ops runs on the simulated GPU
-(``vyre_decl.sim``) and its results are compared with the op's meaning on the reference backend.
+"""Templates executed for ``ops check``: every PTX template of the checked ops runs on the simulated
+GPU (the PTX interpreter of ``vyre_decl.sim``) and its results are compared with the op's meaning
+evaluated on the reference backend. That is this module's one job.
 
-This module's one job. Each op × type binding with a template becomes its one-op kernel
-(``conform.oneop``: ``out[i] = op(in0[i], ...)``), once for each attribute assignment conformance
-uses (``conform.cases.attr_sets``). The kernels of one target are emitted into one module, loaded
-once by the PTX interpreter, for a simulated sm_90 and a simulated sm_75 device: a template that
-needs a newer target than sm_75 (``Template.min_sm``: bf16 and f16x2 conversions need sm_80) is
-run on sm_90 alone, and the summary says so, since on sm_75 the emitter inlines the op's
-composition instead. The cases are the boundary witnesses of the operand types (every
-combination, a seeded sample of ``MAX_WITNESS_ROWS`` where there are more) and the inputs of the
-op's known answers for that binding and attribute assignment; not conformance's sweep.
+Each op × type binding with a template becomes its one-op kernel (``conform.oneop``: ``out[i] =
+op(in0[i], ...)``), once for each attribute assignment conformance uses (``conform.cases.
+attr_sets``). The kernels of one target are emitted into one module, loaded once, for a simulated
+sm_90 and a simulated sm_75 device. A template that needs a newer target than sm_75
+(``Template.min_sm``: the bf16 and f16x2 conversions need sm_80) runs on sm_90 alone, and the
+summary says so: on sm_75 the emitter inlines the op's composition instead. The cases are the
+operand types' boundary witnesses (every combination; a seeded sample of ``MAX_WITNESS_ROWS``
+where there are more) and the inputs of the op's known answers for that binding and attribute
+assignment; not conformance's sweep or random cases.
 
 Comparison: bit for bit, all NaNs equal; a float result of an op that declares an accuracy
-(``ulp``) may differ by that many ULP, never in the sign of a zero. Problems are diagnostics
-naming the file, op and types:
+(``ulp``) may be that many ULP away, never with the other sign of zero. Problems are diagnostics
+naming the file, op and types, and the simulated devices:
 
-R038 the template's result differs from the reference's (the inputs, both results, the devices)
-R039 the template could not be checked: the interpreter rejects its PTX, the kernel faults or the
-     sanitizer reports it, or the reference cannot run the case (errors); as a note, the template
-     uses an ``.approx`` instruction, whose result the PTX ISA leaves to the hardware: the
-     interpreter computes it exactly (in f64, rounded), so the comparison shows the template is
-     right up to the hardware's documented error, which only a GPU run (``conform --backend
-     cuda``) measures.
+R038 the template's result differs from the reference's (the inputs, both results, how many cases)
+R039 the template could not be checked (errors): the interpreter rejects its PTX, the kernel
+     faults, the sanitizer reports it, or the reference cannot run the cases. Also a note for an
+     ``.approx`` instruction, whose result the PTX ISA leaves to the hardware: the interpreter
+     computes it exactly (in f64, rounded) and the comparison uses that value, so the hardware's
+     own error stays unchecked (``conform --backend cuda`` on a GPU measures it); a warning when
+     the op declares no ULP budget for the type, as such an instruction promises no correctly
+     rounded result.
 
 ``run_program`` runs any emitted program on the interpreter with the CUDA backend's calling
 convention (the interpreter's tests use it too).
@@ -133,7 +135,8 @@ def unit_cases(op: OpDef, binding: Binding, attrs: tuple[tuple[str, int], ...] =
         if len(w) ** k <= MAX_WITNESS_ROWS:
             grid = np.indices((len(w),) * k).reshape(k, -1)
         else:
-            grid = unit_rng(0, f"{op.id}[{binding}]").integers(0, len(w), (k, MAX_WITNESS_ROWS))
+            key = f"{op.id}[{','.join(t.value for t in binding)}]"
+            grid = unit_rng(0, key).integers(0, len(w), (k, MAX_WITNESS_ROWS))
         cols = [w[row] for row in grid]
     else:
         n = max(len(witnesses(t)) for t in types)
