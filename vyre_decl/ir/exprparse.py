@@ -40,11 +40,12 @@ _NUMBER: Final = ("num", "int")
 class ExprParser(TokenCursor):
     """Expressions, with the depth and height bookkeeping; ``parser.Parser`` adds programs."""
 
-    def __init__(self, src: str, filename: str, type_vars: Mapping[str, DataType] | None = None) -> None:
+    def __init__(self, src: str, filename: str, type_vars: Mapping[str, DataType] | None = None,
+                 params: Mapping[str, str] | None = None) -> None:
         type_names = dict(TYPES)
         if type_vars:
             type_names.update(type_vars)
-        super().__init__(src, filename, type_names)
+        super().__init__(src, filename, type_names, params)
         self.depth = 0
         self.height = 0  # of the expression just parsed
         self.grouped = 0  # inside ( ), [ ] or call arguments, where an expression may span lines

@@ -15,7 +15,8 @@ from .nodes import Access
 from .scalars import LITERAL_SUFFIXES
 from .types import DataType
 
-__all__ = ["Token", "ParseError", "TokenCursor", "tokenize", "fail", "KEYWORDS", "TOKEN_RE", "SUFFIX_PATTERN"]
+__all__ = ["Token", "ParseError", "TokenCursor", "tokenize", "fill_params", "fail", "KEYWORDS", "TOKEN_RE",
+           "SUFFIX_PATTERN", "PARAM_VALUE_RE"]
 
 KEYWORDS: Final = frozenset(
     "program workgroup buffer output let if else loop in return barrier region select len "
@@ -34,12 +35,16 @@ TOKEN_RE: Final = re.compile(
     + SUFFIX_PATTERN
     + r""")(?![A-Za-z0-9_]))
   | (?P<int>\d(?:[0-9A-Za-z_.]|(?<=[eE])[+-](?=\d))*)
-  | (?P<name>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)
+  | (?P<name>(?:[A-Za-z_][A-Za-z0-9_]*|\$[a-z_][a-z0-9_]*)(?:\.(?:[A-Za-z_][A-Za-z0-9_]*|\$[a-z_][a-z0-9_]*))*)
   | (?P<str>"(?:[^"\\\n]|\\.)*")
   | (?P<punct>\.\.|==|!=|<=|>=|<<|>>|&&|\|\||[-+*/%&|^<>!~=()\[\]{},:@])
     """,
     re.VERBOSE,
 )
+
+# what a routine kernel's ``$name`` parameter may stand for: one name (an op id, an element such as
+# ``zero``, a type, ``true``/``false``), so a value is always exactly one name token
+PARAM_VALUE_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
 
 Token = tuple[str, str, int]
 """kind (num: a suffixed literal, int: a number without suffix, name, str, punct, nl, eof), text,
@@ -79,6 +84,31 @@ def tokenize(src: str, filename: str) -> list[Token]:
     return toks
 
 
+def fill_params(toks: list[Token], src: str, filename: str, params: Mapping[str, str] | None) -> None:
+    """Resolve the ``$name`` segments of name tokens (routine kernels) in place: each becomes the
+    parameter's value, which is one name, so the token stays one name token (``$combine`` an op
+    id, ``T.$identity`` an element constant such as ``T.zero``, ``$exclusive`` ``true``). Outside
+    a routine kernel (``params`` None), or for a parameter not given, a ``$`` is P001."""
+    for i, (kind, text, pos) in enumerate(toks):
+        if kind != "name" or "$" not in text:
+            continue
+        parts = []
+        for seg in text.split("."):
+            name = seg[1:] if seg.startswith("$") else None
+            at = pos + text.find(seg)
+            if name is None:
+                parts.append(seg)
+            elif params is None:
+                fail(src, filename, at, "P001", "unexpected character '$' ($name parameters exist only in the "
+                     "kernels of routine files)", "remove it")
+            elif name not in params or not PARAM_VALUE_RE.match(params[name]):
+                fail(src, filename, at, "P001", f"${name} is not a parameter given to this kernel",
+                     "declare it in the kernel's params and give it in the routine's with")
+            else:
+                parts.append(params[name])
+        toks[i] = (kind, ".".join(parts), pos)
+
+
 def fail(src: str, filename: str, pos: int, code: str, message: str, fix: str,
          error: type[ParseError] = ParseError) -> NoReturn:
     """Raise a ParseError (or the subclass ``error``) pointing at ``pos`` in ``src``."""
@@ -97,9 +127,12 @@ def fail(src: str, filename: str, pos: int, code: str, message: str, fix: str,
 class TokenCursor:
     """Reading tokens: look ahead, consume, expect, and fail with a located P code."""
 
-    def __init__(self, src: str, filename: str, type_names: Mapping[str, DataType]) -> None:
+    def __init__(self, src: str, filename: str, type_names: Mapping[str, DataType],
+                 params: Mapping[str, str] | None = None) -> None:
         self.src, self.filename = src, filename
         self.toks = tokenize(src, filename)
+        if params is not None or "$" in src:
+            fill_params(self.toks, src, filename, params)
         self.i = 0
         self.type_names = type_names
 

@@ -187,13 +187,15 @@ def read_program(path: str) -> str:
                                     f"{exc.start})", str(path), "save the file as UTF-8")) from None
 
 
-def parse_program(src: str, filename: str = "<text>", type_vars: Mapping[str, DataType] | None = None) -> Program:
+def parse_program(src: str, filename: str = "<text>", type_vars: Mapping[str, DataType] | None = None,
+                  params: Mapping[str, str] | None = None) -> Program:
     """Parse the text form of one program. Raises ParseError (line:column, Fix) on bad input.
     ``type_vars`` binds type variables as in compose (``T[]`` buffers, ``x as T``, ``T.zero``):
-    the kernels of routines are written once for every type they take."""
+    the kernels of routines are written once for every type they take. ``params`` gives the
+    values of a routine kernel's ``$name`` parameters, each one name (``lexer.fill_params``)."""
     if len(src) > MAX_PROGRAM_TEXT:
         raise too_long(len(src), filename)
-    return Parser(src, filename, type_vars).program()
+    return Parser(src, filename, type_vars, params).program()
 
 
 def parse_expr(src: str, filename: str = "<expr>") -> Expr:

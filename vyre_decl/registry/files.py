@@ -9,15 +9,13 @@ exception escapes, so one bad file cannot take the rest of the registry down.
 from __future__ import annotations
 
 import hashlib
-import math
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 from ..ir.diagnostics import Diagnostic
-from .sources import MAX_FILE_BYTES, read_bytes
+from .sources import MAX_FILE_BYTES, TomlProblem, parse_toml, read_bytes
 from .model import DialectInfo, OpDef
 from ..ir.compose import ComposeBudget
 from .opbuild import ID_RE, build_op, location
@@ -42,14 +40,6 @@ def semver_key(version: str) -> tuple[Any, ...] | None:
         return (int(major), int(minor), int(patch), 1, ())
     ids = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in pre.split("."))
     return (int(major), int(minor), int(patch), 0, ids)
-
-
-def _finite_float(text: str) -> float:
-    """TOML floats, refusing a finite spelling that overflows to infinity (``1e400``)."""
-    value = float(text)
-    if math.isinf(value) and "inf" not in text:
-        raise ValueError(f"the float {text} is out of range (write inf for infinity)")
-    return value
 
 
 @dataclass
@@ -92,18 +82,9 @@ def _read(res: FileResult, data: bytes | OSError) -> None:
         return
     res.digest = hashlib.sha256(data).digest()
     try:
-        raw = tomllib.loads(data.decode("utf-8"), parse_float=_finite_float)
-    except UnicodeDecodeError as exc:
-        res.error("R001", f"the file is not UTF-8 (byte {exc.start})", None, "save it as UTF-8")
-        return
-    except tomllib.TOMLDecodeError as exc:
-        res.error("R001", f"TOML syntax error: {exc}", None, "fix the TOML syntax at that line")
-        return
-    except RecursionError:
-        res.error("R001", "the TOML nests arrays or tables too deeply to read", None, "flatten the nesting")
-        return
-    except ValueError as exc:  # e.g. an integer of thousands of digits
-        res.error("R001", f"a TOML value cannot be read: {exc}", None, "use numbers that fit 64 bits")
+        raw = parse_toml(data)
+    except TomlProblem as exc:
+        res.error("R001", exc.message, None, exc.fix)
         return
     ops_raw = raw.get("op")
     if isinstance(ops_raw, list):

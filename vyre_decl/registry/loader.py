@@ -46,12 +46,20 @@ def load(
 ) -> Registry:
     """Load the standard ops, the directories in VYRE_DECL_OPS_PATH and ``paths`` (directories
     or files). Bad files are rejected whole and reported in ``Registry.diagnostics``; this never
-    raises for anything in an op file. ``snapshot=False`` ignores and does not write snapshots."""
+    raises for anything in an op file. ``snapshot=False`` ignores and does not write snapshots.
+    The registry remembers its sources (``standard``, ``search_paths``): routine files beside the
+    op files come from the same directories (``vyre_decl.routines.routines(registry)``)."""
     diags: list[Diagnostic] = []
     sources: list[Path] = [standard_ops_dir()] if standard else []
     if env:
         sources += env_ops_dirs(diags)
     sources += [Path(p) for p in paths]
+    registry = _load(sources, diags, snapshot)
+    registry.standard, registry.search_paths = standard, tuple(sources[1:] if standard else sources)
+    return registry
+
+
+def _load(sources: list[Path], diags: list[Diagnostic], snapshot: bool) -> Registry:
     blobs = [(f, read_bytes(f)) for f in op_files(sources, diags)]  # read once: the key and the registry agree
     key = snapshot_key(blobs, diags) if snapshot else None
     if key is not None:

@@ -49,6 +49,12 @@ class LazyOps(Mapping[str, OpDef]):
 class Registry:
     """An immutable set of op definitions; implements the IR's ``OpTable`` protocol."""
 
+    # where the registry was loaded from (set by ``load``): whether the standard library is in it,
+    # and the directories and files beside it (VYRE_DECL_OPS_PATH, explicit paths), where the
+    # routine loader finds routine files
+    standard: bool = True
+    search_paths: tuple[Path, ...] = ()
+
     def __init__(
         self,
         ops: Mapping[str, OpDef],

@@ -31,12 +31,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final, Mapping
 
-__all__ = ["Key", "DIALECT_KEYS", "OP_KEYS", "OP_ONLY_KEYS", "V1_KEYS", "check_shape", "pydantic_models", "json_schema"]
+__all__ = ["Key", "DIALECT_KEYS", "OP_KEYS", "OP_ONLY_KEYS", "V1_KEYS", "Problem", "check_table", "check_shape",
+           "pydantic_fields", "pydantic_models", "json_schema"]
 
 
 @dataclass(frozen=True)
 class Key:
-    kind: str  # str, int, list[str], map[str], map[int], str|table, list|table
+    kind: str  # str, int, list[str], map[str], map[int], str|table, list|table, table, list[table]
     doc: str
     required: bool = False
 
@@ -84,6 +85,7 @@ V1_KEYS: Final = {
 _KIND_TEXT: Final = {
     "str": "a string", "int": "an integer", "list[str]": "a list of strings", "map[str]": "a table of strings",
     "map[int]": "a table of integers", "str|table": "a string or a table", "list|table": "a list or a table",
+    "table": "a table", "list[table]": "a list of tables",
 }
 
 
@@ -98,25 +100,35 @@ def _is(kind: str, value: Any) -> bool:
         return isinstance(value, dict) and all(_is(kind[4:-1], v) for v in value.values())
     if kind == "str|table":
         return isinstance(value, (str, dict))
+    if kind == "table":
+        return isinstance(value, dict)
+    if kind == "list[table]":
+        return isinstance(value, list) and all(isinstance(v, dict) for v in value)
     return isinstance(value, (list, dict))  # list|table
 
 
 Problem = tuple[str | None, str, str, str | None]  # (op id, field path, message, fix)
 
 
-def _table(value: Any, keys: Mapping[str, Key], where: str, op: str | None, out: list[Problem]) -> None:
+def check_table(value: Mapping[str, Any], keys: Mapping[str, Key], where: str, owner: str | None, out: list[Problem],
+                doc: str = "docs/ops-format.md", renamed: Mapping[str, str] = V1_KEYS) -> None:
+    """Every missing required key, unknown key and value of the wrong kind of one table, as
+    problems ``(owner, where + key, message, fix)`` (the schema of op and routine files alike)."""
     for name, key in keys.items():
         if key.required and name not in value:
-            out.append((op, f"{where}{name}", f"missing key {name!r}", f"add {name} = ..."))
+            out.append((owner, f"{where}{name}", f"missing key {name!r}", f"add {name} = ..."))
     for name, v in value.items():
         found = keys.get(name)
         if found is None:
-            fix = f"this looks like op format v1; {V1_KEYS[name]}" if name in V1_KEYS else \
-                f"remove it (known keys: {', '.join(keys)}; see docs/ops-format.md)"
-            out.append((op, f"{where}{name}", f"unknown key {name!r}", fix))
+            fix = f"this looks like op format v1; {renamed[name]}" if name in renamed else \
+                f"remove it (known keys: {', '.join(keys)}; see {doc})"
+            out.append((owner, f"{where}{name}", f"unknown key {name!r}", fix))
         elif not _is(found.kind, v):
-            out.append((op, f"{where}{name}", f"{name} must be {_KIND_TEXT[found.kind]}, not {type(v).__name__}",
-                        "see docs/ops-format.md for the key's form"))
+            out.append((owner, f"{where}{name}", f"{name} must be {_KIND_TEXT[found.kind]}, not {type(v).__name__}",
+                        f"see {doc} for the key's form"))
+
+
+_table = check_table
 
 
 def check_shape(raw: Mapping[str, Any]) -> list[Problem]:
@@ -146,28 +158,34 @@ def check_shape(raw: Mapping[str, Any]) -> list[Problem]:
     return out
 
 
-def pydantic_models() -> dict[str, Any]:
-    """The schema as pydantic models (``OpFile``, ``DialectSpec``, ``ClassSpec``, ``OpSpec``)."""
+def pydantic_fields(keys: Mapping[str, Key], kinds: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """pydantic field definitions for ``create_model`` of the keys of one table (``kinds``: a
+    model for a key kind such as ``list[table]``, else the plain kind's type)."""
     from typing import Union
 
-    from pydantic import ConfigDict, Field, StrictInt, StrictStr, create_model
+    from pydantic import Field, StrictInt, StrictStr
 
-    config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
     py_types: dict[str, Any] = {
         "str": StrictStr, "int": StrictInt, "list[str]": list[StrictStr], "map[str]": dict[str, StrictStr],
         "map[int]": dict[str, StrictInt], "str|table": Union[StrictStr, dict[str, Any]],
-        "list|table": Union[list[Any], dict[str, Any]],
+        "list|table": Union[list[Any], dict[str, Any]], "table": dict[str, Any], "list[table]": list[dict[str, Any]],
+        **(kinds or {}),
     }
+    out = {}
+    for name, key in keys.items():
+        py = py_types[key.kind]
+        default = ... if key.required else None
+        out[name + "_" if name in ("class", "with") else name] = (py if key.required else py | None,
+                                                                  Field(default, description=key.doc, alias=name))
+    return out
 
-    def fields(keys: Mapping[str, Key]) -> dict[str, Any]:
-        out = {}
-        for name, key in keys.items():
-            py = py_types[key.kind]
-            default = ... if key.required else None
-            out[name + "_" if name == "class" else name] = (py if key.required else py | None,
-                                                            Field(default, description=key.doc, alias=name))
-        return out
 
+def pydantic_models() -> dict[str, Any]:
+    """The schema as pydantic models (``OpFile``, ``DialectSpec``, ``ClassSpec``, ``OpSpec``)."""
+    from pydantic import ConfigDict, Field, create_model
+
+    config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    fields = pydantic_fields
     dialect = create_model("DialectSpec", __config__=config, **fields(DIALECT_KEYS))
     cls = create_model("ClassSpec", __config__=config, **fields(OP_KEYS))
     op = create_model("OpSpec", __config__=config, **fields({**OP_ONLY_KEYS, **OP_KEYS}))

@@ -8,17 +8,16 @@ on a backend; ``vyre_decl.lib`` wraps the standard ones in numpy-style functions
 
 from __future__ import annotations
 
-import os
 import threading
+import weakref
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from ..backends import acquire
 from ..ir.diagnostics import Diagnostic, VyreError
-from ..registry import default_registry
-from ..registry.sources import ENV_VAR
-from .loader import load_routine_files, standard_routines_dir
+from ..registry import Registry, default_registry
+from .loader import load_routines, standard_routines_dir
 from .model import BufferSpec, KatCase, KernelDef, RepeatDef, RoutineDef, StepDef
 from .plan import PlanCache, RoutinePlan
 from .runner import MAX_COUNT, CompiledRoutine, bind_types
@@ -27,25 +26,30 @@ __all__ = ["Routine", "RoutinePlan", "routine", "routines", "routine_diagnostics
            "StepDef", "RepeatDef", "KatCase", "standard_routines_dir"]
 
 _lock = threading.Lock()
-_loaded: dict[str, tuple[dict[str, RoutineDef], list[Diagnostic]]] = {}
+# routines loaded per registry (the default one, or one from load_registry), with their handles
+_loaded: weakref.WeakKeyDictionary[Registry, tuple[dict[str, RoutineDef], list[Diagnostic], dict[str, Routine]]] = \
+    weakref.WeakKeyDictionary()
 
 
-def _load() -> tuple[dict[str, RoutineDef], list[Diagnostic]]:
-    key = os.environ.get(ENV_VAR, "")
+def _load(registry: Registry | None = None) -> tuple[dict[str, RoutineDef], list[Diagnostic], dict[str, Routine]]:
+    reg = registry if registry is not None else default_registry()
     with _lock:
-        if key not in _loaded:
-            _loaded[key] = load_routine_files()
-        return _loaded[key]
+        found = _loaded.get(reg)
+        if found is None:
+            defs, diags = load_routines(reg)
+            found = _loaded[reg] = (defs, diags, {})
+        return found
 
 
-def routines() -> dict[str, RoutineDef]:
-    """Every loaded routine by id (standard ones and those on VYRE_DECL_OPS_PATH)."""
-    return dict(_load()[0])
+def routines(registry: Registry | None = None) -> dict[str, RoutineDef]:
+    """Every loaded routine by id: the standard ones and those on VYRE_DECL_OPS_PATH, or with a
+    ``registry`` (``load_registry([dirs])``) the routine files of its sources."""
+    return dict(_load(registry)[0])
 
 
-def routine_diagnostics() -> list[Diagnostic]:
+def routine_diagnostics(registry: Registry | None = None) -> list[Diagnostic]:
     """Problems of rejected routine files."""
-    return list(_load()[1])
+    return list(_load(registry)[1])
 
 
 class Routine:
@@ -54,8 +58,9 @@ class Routine:
     takes; attributes (``bins=16``) are integers. On a backend with graphs (CUDA) the first call of
     a shape prepares a plan and later calls of that shape replay its captured graph."""
 
-    def __init__(self, definition: RoutineDef) -> None:
+    def __init__(self, definition: RoutineDef, registry: Registry | None = None) -> None:
         self.definition = definition
+        self.registry = registry  # None: the default registry
         self._compiled: dict[tuple[Any, ...], CompiledRoutine] = {}
         self._plans = PlanCache()
         self._lock = threading.Lock()
@@ -67,7 +72,7 @@ class Routine:
     def compiled(self, dtypes: Sequence[np.dtype], registry: Any = None) -> CompiledRoutine:
         """The routine compiled for inputs of these numpy dtypes (cached per binding and registry)."""
         binding = bind_types(self.definition, dtypes)
-        reg = registry or default_registry()
+        reg = registry or self.registry or default_registry()
         key = (tuple(sorted(binding.items())), reg.fingerprint)
         with self._lock:
             found = self._compiled.get(key)
@@ -117,7 +122,7 @@ class Routine:
     def __call__(self, *inputs: Any, backend: Any = "auto", **attrs: Any) -> Any:
         arrays = self._arrays(inputs)
         values = self._attrs(attrs)
-        be = _backend(backend)
+        be = _backend(backend, self.registry)
         compiled = self.compiled([a.dtype for a in arrays], getattr(be, "registry", None))
         if "graphs" in getattr(be, "capabilities", ()):
             # one plan per call shape: upload, one graph replay, download
@@ -137,7 +142,7 @@ class Routine:
         ``plan.inputs`` (``backend.upload_at``), call ``plan.replay()``, read ``plan.outputs``.
         The caller closes it (``plan.close()``)."""
         arrays = self._arrays(inputs)
-        be = _backend(backend)
+        be = _backend(backend, self.registry)
         compiled = self.compiled([a.dtype for a in arrays], getattr(be, "registry", None))
         return RoutinePlan(compiled, be, [a.size for a in arrays], self._attrs(attrs))
 
@@ -146,7 +151,7 @@ class Routine:
         output buffers (the caller frees them). Nothing is copied to or from the host."""
         self._check_arity(len(buffers), "device buffer")
         values = self._attrs(attrs)
-        be = _backend(backend)
+        be = _backend(backend, self.registry)
         dtypes = [np.dtype(b.dtype.storage_dtype) for b in buffers]
         outs = self.compiled(dtypes, getattr(be, "registry", None)).run_resident(be, list(buffers), values)
         return outs[0] if len(outs) == 1 else tuple(outs)
@@ -155,24 +160,22 @@ class Routine:
         return f"Routine({self.definition.id!r})"
 
 
-def _backend(backend: Any) -> Any:
-    """A backend instance from a name (``acquire``) or as given."""
-    return acquire(backend) if isinstance(backend, str) else backend
+def _backend(backend: Any, registry: Registry | None = None) -> Any:
+    """A backend instance from a name (``acquire``, with the routine's registry) or as given."""
+    return acquire(backend, registry=registry) if isinstance(backend, str) else backend
 
 
-_handles: dict[str, Routine] = {}
-
-
-def routine(routine_id: str) -> Routine:
-    """The routine called ``routine_id``; raises VyreError (U015) naming the known ones otherwise."""
-    found, diags = _load()
+def routine(routine_id: str, registry: Registry | None = None) -> Routine:
+    """The routine called ``routine_id`` (of ``registry``'s routine files, default the standard
+    ones and VYRE_DECL_OPS_PATH); raises VyreError (U015) naming the known ones otherwise."""
+    found, diags, handles = _load(registry)
     d = found.get(routine_id)
     if d is None:
         rejected = f" ({len(diags)} problem(s) in routine files: vyre_decl.routines.routine_diagnostics())" if diags else ""
         raise VyreError.one("U015", f"no routine {routine_id!r}{rejected}", "vyre_decl.routines.routine",
                             f"use one of: {', '.join(sorted(found)) or 'none loaded'}")
     with _lock:
-        handle = _handles.get(routine_id)
-        if handle is None or handle.definition is not d:
-            handle = _handles[routine_id] = Routine(d)
+        handle = handles.get(routine_id)
+        if handle is None:
+            handle = handles[routine_id] = Routine(d, registry)
         return handle

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Literal, Mapping
+from typing import Any, Iterator, Literal
 
 from ..ir.types import DataType
 from .sizes import SizeExpr
@@ -24,6 +24,14 @@ class KernelDef:
     params: tuple[str, ...]
     source: str
     family: str
+    file: str = ""
+    line: int = 1  # the line of the file where the source starts (kernel errors give file:line:col)
+    # each parameter's uses in the source (params.KINDS: op, atomic, element, type, value)
+    uses: tuple[tuple[str, frozenset[str]], ...] = ()
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.family}.{self.name}"
 
 
 @dataclass(frozen=True)
@@ -51,6 +59,7 @@ class StepDef:
     grid: SizeExpr
     types: tuple[tuple[str, str], ...] = ()
     params: tuple[tuple[str, str], ...] = ()
+    where: str = field(default="", compare=False)  # the field of the file: steps[2], steps[1].steps[0], ...
 
 
 @dataclass(frozen=True)
@@ -59,6 +68,7 @@ class RepeatDef:
 
     count: SizeExpr
     steps: tuple[StepDef | RepeatDef, ...]
+    where: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)
@@ -70,6 +80,7 @@ class KatCase:
     inputs: tuple[Any, ...]
     outputs: tuple[Any, ...]
     attrs: dict[str, int]
+    where: str = field(default="", compare=False)  # the field of the file: kat[2], kat.float[0], ...
 
 
 @dataclass(frozen=True)
@@ -107,10 +118,6 @@ class RoutineDef:
         names = list(self.types)
         return [dict(zip(names, combo)) for combo in itertools.product(*(self.types[v] for v in names))]
 
-    def step_list(self, scope: Mapping[str, int], attrs: Mapping[str, int]) -> Iterator[StepDef]:
-        """The steps in launch order, repeats unrolled (``scope``: buffer lengths)."""
-        yield from _unroll(self.steps, scope, attrs)
-
     def all_steps(self) -> Iterator[StepDef]:
         """Every step declared, each once (repeats not unrolled)."""
         stack = list(reversed(self.steps))
@@ -121,11 +128,3 @@ class RoutineDef:
             else:
                 yield s
 
-
-def _unroll(steps: tuple[StepDef | RepeatDef, ...], scope: Mapping[str, int], attrs: Mapping[str, int]) -> Iterator[StepDef]:
-    for s in steps:
-        if isinstance(s, RepeatDef):
-            for _ in range(s.count.evaluate(scope, attrs)):
-                yield from _unroll(s.steps, scope, attrs)
-        else:
-            yield s

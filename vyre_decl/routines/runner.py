@@ -9,7 +9,6 @@ graph and replayed when the routine is called again with the same lengths.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -19,8 +18,9 @@ from ..ir.diagnostics import VyreError
 from ..ir.nodes import Access, Program
 from ..ir.parser import parse_program
 from ..ir.types import DataType
-from ..ir.validation import check
 from ..registry import Registry
+from .kernels import kernel_program
+from .limits import check_bytes, evaluate, launches
 from .model import BufferSpec, RoutineDef, StepDef
 
 __all__ = ["CompiledRoutine", "bind_types", "zero_program"]
@@ -56,65 +56,62 @@ class CompiledRoutine:
 
     def __init__(self, routine: RoutineDef, binding: dict[str, DataType], registry: Registry) -> None:
         self.routine, self.binding = routine, binding
-        programs: dict[tuple[Any, ...], Program] = {}
         self.programs: dict[StepDef, Program] = {}
         # per step: the kernel's non-workgroup buffers (in declaration order) -> routine buffers
         self.bound: dict[StepDef, dict[str, str]] = {}
+        self.workgroup: dict[StepDef, int] = {}
         for step in routine.all_steps():
-            types = {**binding, **{k: binding[v] if v in binding else DataType(v) for k, v in step.types}}
-            params = {**routine.params, **dict(step.params)}
-            key = (step.kernel, tuple(sorted(types.items())), tuple(sorted(params.items())))
-            if key not in programs:
-                programs[key] = self._kernel_program(step.kernel, types, params, registry)
-            program = self.programs[step] = programs[key]
+            program = self.programs[step] = self._kernel_program(step, registry)
             names = [b.name for b in program.buffers if b.access is not Access.WORKGROUP]
             if len(step.args) != len(names):
-                raise VyreError.one("U013", f"step {step.kernel} binds {len(step.args)} buffer(s), the kernel has {len(names)}",
-                                    f"{routine.file} [routine {routine.id}]", "bind every non-workgroup buffer of the kernel, in order")
+                raise VyreError.one("U013", f"step {step.kernel} binds {len(step.args)} buffer(s), the kernel has "
+                                    f"{len(names)} ({', '.join(names)})", f"{routine.file} [routine {routine.id}] "
+                                    f"{step.where}.args", "bind every non-workgroup buffer of the kernel, in order")
             self.bound[step] = dict(zip(names, step.args))
+            wg = program.workgroup_size
+            self.workgroup[step] = wg[0] * wg[1] * wg[2]
         self.dtypes = {b.name: (binding[b.dtype] if b.dtype in binding else DataType(b.dtype)) for b in routine.buffers}
         self._bits = {f"bits({v})": t.bits for v, t in binding.items()}
 
-    def _kernel_program(self, name: str, types: dict[str, DataType], params: Mapping[str, str],
-                        registry: Registry) -> Program:
-        kernel = self.routine.kernels[name]
-        source = re.sub(r"\$([a-z_][a-z0-9_]*)", lambda m: params[m.group(1)], kernel.source)
-        where = f"{self.routine.file} [kernel.{name}] for {self.routine.id}" + "".join(
-            f" {k}={v.value}" for k, v in types.items())
-        try:
-            program = parse_program(source, where, type_vars=types)
-            check(program, registry)
-        except VyreError as exc:
-            raise VyreError(list(exc.diagnostics), f"routine {self.routine.id}: kernel {name} is invalid") from None
-        return program
+    def _kernel_program(self, step: StepDef, registry: Registry) -> Program:
+        binding = self.binding
+        types = {**binding, **{k: binding[v] if v in binding else DataType(v) for k, v in step.types}}
+        params = {**self.routine.params, **dict(step.params)}
+        owner = f"{self.routine.file} [routine {self.routine.id}] {step.where}".rstrip()
+        return kernel_program(self.routine.kernels[step.kernel], types, params, registry, owner)
 
     def scope(self, lengths: Mapping[str, int], attrs: Mapping[str, int]) -> tuple[dict[str, int], dict[str, int]]:
         """Every buffer's element count and the attribute values (``bits(V)`` included) for inputs
-        of these lengths; raises U017 when a requirement fails or a size is out of range."""
+        of these lengths; raises U017 when a requirement fails or a size is out of range, U023
+        when a size divides by zero and U024 when the call's buffers need too many bytes."""
         env = {**attrs, **self._bits}
         sizes = dict(lengths)
-        where = f"routine {self.routine.id}"
+        r = self.routine
+        where = f"routine {r.id}"
         shown = ", ".join(f"len({k})={v}" for k, v in lengths.items()) + "".join(f", {k}={v}" for k, v in attrs.items())
-        for cond in self.routine.requires:
-            if not cond.evaluate(sizes, env):
-                raise VyreError.one("U017", f"{self.routine.id} requires {cond.text} ({shown})", where,
+        for i, cond in enumerate(r.requires):
+            if not evaluate(r, cond, sizes, env, f"require[{i}]"):
+                raise VyreError.one("U017", f"{r.id} requires {cond.text} ({shown})", where,
                                     "pass inputs and attributes that satisfy it")
-        for spec in self.routine.buffers:
+        for spec in r.buffers:
             if spec.size is not None:
-                count = sizes[spec.name] = spec.size.evaluate(sizes, env)
+                count = sizes[spec.name] = evaluate(r, spec.size, sizes, env, f"buffers.{spec.name}")
                 if not 0 <= count <= MAX_COUNT:
                     raise VyreError.one("U017", f"buffer {spec.name} would hold {count} elements ({shown})", where,
                                         f"keep every buffer within 0 .. {MAX_COUNT} elements")
+        check_bytes(r, sizes, {name: t.size for name, t in self.dtypes.items()})
+        launches(r, self.workgroup, sizes, env)  # every count and grid bounded before anything is allocated
         return sizes, env
 
     def steps(self, sizes: Mapping[str, int], env: Mapping[str, int]) -> Iterator[tuple[StepDef, Program, int]]:
-        """Each launch in order: the step, its kernel and its number of workgroups (0: skipped)."""
-        for step in self.routine.step_list(sizes, env):
-            yield step, self.programs[step], step.grid.evaluate(sizes, env)
+        """Each launch in order: the step, its kernel and its number of workgroups (0: skipped).
+        Every repeat count and grid is evaluated and bounded (U023, U024) before the first."""
+        for step, grid in launches(self.routine, self.workgroup, sizes, env):
+            yield step, self.programs[step], grid
 
     def const_values(self, spec: BufferSpec, sizes: Mapping[str, int], env: Mapping[str, int]) -> np.ndarray:
         t = self.dtypes[spec.name]
-        values = [v.evaluate(sizes, env) for v in spec.values]
+        values = [evaluate(self.routine, v, sizes, env, f"buffers.{spec.name}") for v in spec.values]
         if not all(0 <= v <= t.max for v in values):
             raise VyreError.one("U017", f"constant {spec.name} = {values} does not fit {t.value}", f"routine {self.routine.id}",
                                 "pass smaller inputs or attributes")

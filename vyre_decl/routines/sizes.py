@@ -14,15 +14,30 @@ import ast
 from dataclasses import dataclass, field
 from typing import Callable, Final, Mapping
 
-__all__ = ["SizeExpr", "SizeError", "parse_size"]
+__all__ = ["SizeExpr", "SizeError", "DivisionByZero", "parse_size", "restore_size", "MAX_LITERAL"]
 
 MAX_SIZE_TEXT: Final = 300
+MAX_LITERAL: Final = 2**64 - 1  # the largest literal a size may write
+
+
+def _divide(a: int, b: int) -> int:
+    if b == 0:
+        raise DivisionByZero("a division by zero")
+    return a // b
+
+
+def _modulo(a: int, b: int) -> int:
+    if b == 0:
+        raise DivisionByZero("a modulo by zero")
+    return a % b
+
+
 _BINOPS: Final[Mapping[type, Callable[[int, int], int]]] = {
     ast.Add: lambda a, b: a + b,
     ast.Sub: lambda a, b: a - b,
     ast.Mult: lambda a, b: a * b,
-    ast.FloorDiv: lambda a, b: a // b if b else 0,
-    ast.Mod: lambda a, b: a % b if b else 0,
+    ast.FloorDiv: _divide,
+    ast.Mod: _modulo,
 }
 _COMPARE: Final[Mapping[type, Callable[[int, int], bool]]] = {
     ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b,
@@ -33,6 +48,11 @@ _CALLS: Final = {"ceil_div", "min", "max", "len", "bits"}
 
 class SizeError(ValueError):
     """A size expression that is not integer arithmetic over lengths and attributes."""
+
+
+class DivisionByZero(SizeError):
+    """A size expression divides by zero for the lengths and attributes of a call (``//``, ``%``
+    or ``ceil_div`` by 0): an error, never a silent 0."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +71,16 @@ class SizeExpr:
             left, right = (_eval(e, lengths, attrs) for e in (self.tree.left, self.tree.comparators[0]))
             return int(_COMPARE[type(self.tree.ops[0])](left, right))
         return _eval(self.tree, lengths, attrs)
+
+    def __reduce__(self) -> tuple[object, ...]:  # pickled as its text (a snapshot holds no ast nodes)
+        return (restore_size, (self.text, self.lengths, self.names))
+
+    def constant(self) -> int | None:
+        """The value when the expression reads no length, attribute or width (None otherwise);
+        raises DivisionByZero as ``evaluate`` does."""
+        if self.lengths or self.names or "bits(" in self.text:
+            return None
+        return self.evaluate({}, {})
 
 
 def parse_size(text: str, buffers: frozenset[str], attrs: frozenset[str], type_vars: frozenset[str] = frozenset(),
@@ -92,6 +122,8 @@ def parse_size(text: str, buffers: frozenset[str], attrs: frozenset[str], type_v
                 operands.add(id(node.args[0]))
             elif node.func.id == "ceil_div" and len(node.args) != 2:
                 raise SizeError(f"{ast.unparse(node)}: ceil_div takes two arguments")
+            elif node.func.id == "ceil_div":
+                _zero_divisor(ast.FloorDiv(), node.args[1], "ceil_div(a, 0)")
             elif not node.args:
                 raise SizeError(f"{ast.unparse(node)}: {node.func.id} needs arguments")
         elif isinstance(node, ast.Name):
@@ -103,12 +135,26 @@ def parse_size(text: str, buffers: frozenset[str], attrs: frozenset[str], type_v
         elif isinstance(node, ast.BinOp):
             if type(node.op) not in _BINOPS:
                 raise SizeError(f"{ast.unparse(node)}: only + - * // % are allowed")
+            _zero_divisor(node.op, node.right)
         elif isinstance(node, ast.Constant):
-            if type(node.value) is not int or node.value < 0:
-                raise SizeError(f"{node.value!r}: only non-negative integer literals are allowed")
+            if type(node.value) is not int or node.value < 0 or node.value > MAX_LITERAL:
+                shown = repr(node.value)[:40]
+                raise SizeError(f"{shown}: only integer literals 0 .. 2^64 - 1 are allowed")
         elif not isinstance(node, (ast.Load, ast.operator, ast.expr_context, ast.cmpop)):
             raise SizeError(f"{ast.unparse(node) if isinstance(node, ast.AST) else node}: not allowed in a size")
     return SizeExpr(text, tree, frozenset(lengths), frozenset(names))
+
+
+def restore_size(text: str, lengths: frozenset[str], names: frozenset[str]) -> SizeExpr:
+    """A SizeExpr from a snapshot: the text parsed again (it was checked when the file loaded)."""
+    return SizeExpr(text, ast.parse(text.strip(), mode="eval").body, frozenset(lengths), frozenset(names))
+
+
+def _zero_divisor(op: ast.operator, right: ast.expr, label: str = "") -> None:
+    """A literal 0 after ``//``, ``%`` or as ``ceil_div``'s divisor is refused when the file loads."""
+    if isinstance(op, (ast.FloorDiv, ast.Mod)) and isinstance(right, ast.Constant) and right.value == 0:
+        shown = label or ("// 0" if isinstance(op, ast.FloorDiv) else "% 0")
+        raise SizeError(f"{shown} divides by zero (sizes never divide by 0 silently)")
 
 
 def _eval(node: ast.expr, lengths: Mapping[str, int], attrs: Mapping[str, int]) -> int:
@@ -126,5 +172,5 @@ def _eval(node: ast.expr, lengths: Mapping[str, int], attrs: Mapping[str, int]) 
         return int(lengths[name]) if node.func.id == "len" else int(attrs[f"bits({name})"])
     args = [_eval(a, lengths, attrs) for a in node.args]
     if node.func.id == "ceil_div":
-        return -(-args[0] // args[1]) if args[1] else 0
+        return -_divide(-args[0], args[1])
     return min(args) if node.func.id == "min" else max(args)
