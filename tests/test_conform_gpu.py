@@ -34,6 +34,8 @@ def conform(tmp_path: Path, *args: str, ops_path: Path | None = None,
     return proc.returncode, cert, proc.stdout + proc.stderr
 
 
+@pytest.mark.hardware_only("1,000 cases per op x type take too long on the interpreter; .ci/run certifies "
+                           "the simulated device with fewer cases")
 def test_full_certification_of_the_cuda_backend(tmp_path):
     t0 = time.perf_counter()
     code, cert, text = conform(tmp_path)

@@ -33,7 +33,9 @@ def _params(gpu: bool = False):
         for n in SIZES:
             if n == BIG and not gpu and rid in BIG_ONLY and names not in BIG_ONLY[rid]:
                 continue
-            yield pytest.param(rid, binding, n, id=f"{rid}-{'-'.join(names) or 'bytes'}-{n}")
+            marks = [pytest.mark.hardware_only("2^20 elements take minutes a routine on the interpreter")] \
+                if gpu and n == BIG else []
+            yield pytest.param(rid, binding, n, id=f"{rid}-{'-'.join(names) or 'bytes'}-{n}", marks=marks)
 
 
 def test_every_standard_routine_has_a_numpy_oracle():

@@ -22,6 +22,9 @@ class RaceTracker:
     def __init__(self, nbytes: int) -> None:
         self.writer = np.full(nbytes, -1, dtype=np.int64)
         self.reader = np.full(nbytes, -1, dtype=np.int64)
+        # scratch of _touched_twice: only the cells an access just wrote are read back, so it is never reset
+        self.first = np.empty(nbytes, dtype=np.int64)
+        self.last = np.empty(nbytes, dtype=np.int64)
         self.dirty = False
 
     def reset(self) -> None:
@@ -30,21 +33,26 @@ class RaceTracker:
             self.reader.fill(-1)
             self.dirty = False
 
+    def _touched_twice(self, byte: np.ndarray) -> np.ndarray:
+        """For each element of ``byte``: whether another element names the same byte (O(n), no sort)."""
+        order = np.arange(byte.size)
+        self.last[byte] = order  # numpy stores in order: the last occurrence stays
+        self.first[byte[::-1]] = order[::-1]  # ... and here the first
+        return self.first[byte] != self.last[byte]
+
     def access(self, m: Machine, flat: np.ndarray, lanes: np.ndarray, width: int, write: bool) -> None:
         if flat.size == 0:
             return
         self.dirty = True
-        byte = (flat[:, None] + np.arange(width)).ravel()
-        lane = np.repeat(lanes, width)
+        byte = (flat[:, None] + np.arange(width)).ravel() if width > 1 else flat.astype(np.int64, copy=False)
+        lane = np.repeat(lanes, width) if width > 1 else lanes
         w, r = self.writer[byte], self.reader[byte]
         clash = (w >= 0) & (w != lane)
         if write:
             clash |= (r == -2) | ((r >= 0) & (r != lane))
-        uniq, first, counts = np.unique(byte, return_index=True, return_counts=True)
-        shared_here = counts > 1  # several lanes of this instruction touch the byte
-        if write and shared_here.any():
-            dup = np.isin(byte, uniq[shared_here])
-            clash |= dup
+        twice = self._touched_twice(byte)  # several lanes of this instruction touch the byte
+        if write:
+            clash |= twice
         if clash.any():
             k = int(np.flatnonzero(clash)[0])
             other = int(w[k]) if w[k] >= 0 and w[k] != lane[k] else int(r[k])
@@ -52,11 +60,9 @@ class RaceTracker:
         if write:
             self.writer[byte] = lane
         else:
-            prev = self.reader[uniq]
-            mine = lane[first]
-            many = shared_here | ((prev >= 0) & (prev != mine)) | (prev == -2)
-            self.reader[uniq] = np.where(many, -2, mine)
-
+            # every occurrence of a byte read by several lanes writes -2, so the order does not matter
+            many = twice | ((r >= 0) & (r != lane)) | (r == -2)
+            self.reader[byte] = np.where(many, -2, lane)
 
 def _report(m: Machine, byte: int, lane: int, other: int, write: bool) -> None:
     size = m.shared.shape[1]
