@@ -77,7 +77,7 @@ def test_profiles_report_their_gpus(monkeypatch):
         buf = ctypes.create_string_buffer(256)
         cu.call("cuDeviceGetName", buf, 256, k)
         names.append(buf.value.decode())
-    assert names == ["NVIDIA H100 80GB HBM3", "Tesla T4"]
+    assert names == ["NVIDIA H100 80GB HBM3 (simulated)", "Tesla T4 (simulated)"]
     h100 = {n: _attr(n, 0) for n in cu.ATTR}
     assert (h100["compute_capability_major"], h100["compute_capability_minor"]) == (9, 0)
     assert (h100["multiprocessor_count"], h100["max_threads_per_multiprocessor"], h100["warp_size"]) == (132, 2048, 32)

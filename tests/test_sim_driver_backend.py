@@ -40,7 +40,7 @@ def be(sim):
 
 def test_the_cuda_backend_starts_on_the_simulated_gpu(be, sim):
     info = be.device
-    assert (info.name, info.compute_capability, info.multiprocessors) == ("NVIDIA H100 80GB HBM3", (9, 0), 132)
+    assert (info.name, info.compute_capability, info.multiprocessors) == ("NVIDIA H100 80GB HBM3 (simulated)", (9, 0), 132)
     assert (info.driver_version, info.max_threads_per_sm, info.max_grid) == (13000, 2048, (2**31 - 1, 65535, 65535))
     assert info.target.name == "sm_90"
     x = np.arange(N, dtype=np.uint32)
@@ -109,7 +109,7 @@ def test_acquire_gives_the_cuda_backend_over_the_simulator(sim, monkeypatch):
     monkeypatch.setattr(backends, "_instances", {})
     be = vyre_decl.acquire("cuda")
     try:
-        assert be.device.name == "NVIDIA H100 80GB HBM3"
+        assert be.device.name == "NVIDIA H100 80GB HBM3 (simulated)"
     finally:
         be.close()
 

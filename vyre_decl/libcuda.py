@@ -222,9 +222,11 @@ def _simulated(spec: str) -> ctypes.CDLL:
     from .sim import driver_library  # vyre_decl/sim: imported only when asked for
 
     try:
-        return driver_library(spec)
+        simulated = driver_library(spec)
     except ValueError as exc:  # a misspelt profile: no driver, said like a missing library
         raise OSError(str(exc)) from None
+    simulated.report_at_exit()  # the sanitizer's findings, on stderr when the process ends
+    return simulated
 
 
 def is_simulated() -> bool:

@@ -20,10 +20,12 @@ never raised into ctypes (which would print it and return 0).
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import ctypes.util
-from _ctypes import FUNCFLAG_CDECL, FUNCFLAG_PYTHONAPI, CFuncPtr
+import sys
 import traceback
+from _ctypes import FUNCFLAG_CDECL, FUNCFLAG_PYTHONAPI, CFuncPtr
 from ctypes import c_int, c_size_t, c_ubyte, c_uint, c_uint64, c_void_p
 from typing import Any, Callable, Final
 
@@ -179,6 +181,31 @@ class SimDriverLibrary(ctypes.CDLL):
     def ptx_findings(self) -> list[Any]:
         """The sanitizer findings of every kernel run so far (vyre_decl.sim.ptx.Finding)."""
         return self.model.findings
+
+    def findings_report(self, limit: int = 20) -> str:
+        """The sanitizer's findings so far ('approx' results aside), one line per kernel, PTX line and
+        kind with its count, at most ``limit`` lines; '' when there are none."""
+        seen: dict[tuple[str, str, int], list[Any]] = {}
+        for f in self.model.findings:
+            if f.kind != "approx":
+                seen.setdefault((f.kernel, f.kind, f.line), []).append(f)
+        if not seen:
+            return ""
+        lines = [f"{sum(map(len, seen.values()))} sanitizer findings on the simulated device ({self._name}):"]
+        lines += [f"  {group[0]}" + (f" (x{len(group)})" if len(group) > 1 else "")
+                  for group in list(seen.values())[:limit]]
+        if len(seen) > limit:
+            lines.append(f"  ... and {len(seen) - limit} more places")
+        return "\n".join(lines)
+
+    def report_at_exit(self) -> None:
+        """Print ``findings_report()`` on stderr when the process ends (the driver's user's view)."""
+        def report() -> None:
+            text = self.findings_report()
+            if text:
+                print(text, file=sys.stderr)
+
+        atexit.register(report)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self._name}>"
