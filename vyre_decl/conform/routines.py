@@ -8,7 +8,9 @@ normal or, a quarter of them, random bit patterns (NaN, infinities, subnormals).
 on the reference and, kernel by kernel through the runner, on the backend; every output must have
 the reference's bits (NaNs alike). On a difference the unit retries smaller N (halving, then the
 smaller standard sizes) with inputs drawn the same way and reports the smallest N that still
-differs.
+differs. The unit of the smallest size also runs the binding's known answers on the backend and
+compares them with the answers (within 4 ULP for floats): a ``kat`` failure, which a run that
+certifies the reference against itself can still find.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from ..backends.config import DispatchConfig
 from ..ir.types import DataType
 from ..registry import Registry
 from ..routines import RoutineDef, routines
+from ..routines.katrun import applies, run_kat
 from ..routines.runner import CompiledRoutine
 from .isolation import CaseError, Runner
 from .values import buffer_mismatches
@@ -102,14 +105,15 @@ def run_routine(runner: Runner, reference: Any, registry: Registry, seed: int, k
         actual = compiled.run_host(backend, arrays, attrs)
         return expected, actual, _differences(compiled, expected, actual), attrs
 
+    kats = _known_answers(compiled, backend) if size == ROUTINE_SIZES[0] else (0, [])
     try:
         expected, actual, wrong, attrs = attempt(size)
     except CaseError as err:
-        return 1, 0, [{"kind": "error", "message": f"the backend could not run {d.id} (N={size}): {err}",
-                       "details": {"routine": d.id, "size": size}}]
-    cases = sum(max(1, e.size) for e in expected) or 1
+        return 1 + kats[0], 0, [{"kind": "error", "message": f"the backend could not run {d.id} (N={size}): {err}",
+                                 "details": {"routine": d.id, "size": size}}]
+    cases = (sum(max(1, e.size) for e in expected) or 1) + kats[0]
     if not wrong:
-        return cases, cases, []
+        return cases, cases - len(kats[1]), kats[1]
     smallest = size
     for n in sorted({size // 2 ** k for k in range(1, 16)} | {s for s in ROUTINE_SIZES if s < size}, reverse=True):
         try:
@@ -122,6 +126,25 @@ def run_routine(runner: Runner, reference: Any, registry: Registry, seed: int, k
     failed = sum(int(b.size) for _, b in wrong)
     message = (f"{d.id} (N={size}): {name}[{int(bad[0])}] differs from the reference ({failed} element(s)); "
                f"the smallest N that still differs is {smallest}")
-    return cases, max(0, cases - failed), [{"kind": "backend", "message": message,
-                                           "details": {"routine": d.id, "size": size, "shrunk_to": smallest,
-                                                       "buffer": name, "index": int(bad[0]), "attrs": attrs}}]
+    return cases, max(0, cases - failed - len(kats[1])), kats[1] + [
+        {"kind": "backend", "message": message, "details": {"routine": d.id, "size": size, "shrunk_to": smallest,
+                                                            "buffer": name, "index": int(bad[0]), "attrs": attrs}}]
+
+
+def _known_answers(compiled: CompiledRoutine, backend: Any) -> tuple[int, list[dict[str, Any]]]:
+    """(cases, failures) of the routine's known answers for this binding run on the backend under
+    test: a unit compares the backend with the known answers, not only with the reference (which,
+    certified against itself, could not fail)."""
+    failures = []
+    cases = [c for c in compiled.routine.kats if applies(c, compiled.binding)]
+    for case in cases:
+        try:
+            problem = run_kat(compiled, case, backend)
+        except CaseError as err:
+            failures.append({"kind": "error", "message": f"the backend could not run a known answer of "
+                             f"{compiled.routine.id}: {err}", "details": {"routine": compiled.routine.id}})
+            continue
+        if problem is not None:
+            failures.append({"kind": "kat", "message": f"{problem.location}: {problem.message}",
+                             "details": {"routine": compiled.routine.id, "case": case.where}})
+    return len(cases), failures

@@ -5,7 +5,7 @@
     python -m vyre_decl.ops check [PATHS...] [--json] [--no-ptxas] [--no-sim]   exit 1 on any error
     python -m vyre_decl.ops laws [OPS...] [--suggest] [--json]        the catalogue, or what to declare
     python -m vyre_decl.ops new ID [--types u32,i32] [--arity 2] [--file PATH]
-    python -m vyre_decl.ops schema                                    JSON Schema of op files
+    python -m vyre_decl.ops schema [--routines]                       JSON Schema of op (routine) files
 """
 
 from __future__ import annotations
@@ -118,10 +118,17 @@ def _cmd_check(args: argparse.Namespace) -> int:
         if not args.no_sim:
             sim = check_templates_on_sim(reg, reg)
             diags += sim.diagnostics
+    routines = None
+    if not reg.errors:  # routine files beside the op files: loaded, every binding compiled, known answers run
+        from .routinecheck import check_routines
+
+        routines = check_routines(reg, only_paths=bool(args.paths))
+        diags += routines.diagnostics
     errors = [d for d in diags if d.severity == "error"]
     if args.json:
         print(json.dumps({"ops": len(reg), "dialects": len(reg.dialects),
                           "simulated": None if sim is None else sim.as_dict(),
+                          "routines": None if routines is None else routines.as_dict(),
                           "diagnostics": [d.as_dict() for d in diags]}, indent=2))
     else:
         for d in diags:
@@ -129,6 +136,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
         status = "FAILED" if errors else "ok"
         ran = sim.summary() if sim is not None else "no template executed: " + (
             "a file was rejected" if reg.errors else "--no-sim")
+        if routines is not None:
+            ran += "; " + routines.summary()
         print(f"{status}: {len(reg)} ops in {len(reg.dialects)} dialects from {len(reg.sources)} file(s); {ran}; "
               f"{len(errors)} error(s), {len(diags) - len(errors)} note(s)/warning(s) "
               f"in {time.perf_counter() - t0:.2f} s")
@@ -228,6 +237,11 @@ def _cmd_new(args: argparse.Namespace) -> int:
 def _cmd_schema(args: argparse.Namespace) -> int:
     from ..registry.schema import json_schema
 
+    if args.routines:
+        from ..routines.schema import json_schema as routine_schema
+
+        print(json.dumps(routine_schema(), indent=2))
+        return 0
     print(json.dumps(json_schema(), indent=2))
     return 0
 
@@ -262,7 +276,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--arity", type=int, default=2)
     p.add_argument("--file", help="dialect file to create or append to (default: print)")
     p.set_defaults(run=_cmd_new)
-    p = sub.add_parser("schema", help="print the JSON Schema of op files")
+    p = sub.add_parser("schema", help="print the JSON Schema of op files (--routines: of routine files)")
+    p.add_argument("--routines", action="store_true", help="the schema of *.routines.toml files")
     p.set_defaults(run=_cmd_schema)
     args = parser.parse_args(argv)
     return int(args.run(args))
