@@ -266,6 +266,10 @@ class ExprParser(TokenCursor):
                 wide = TYPES[narrow.group(1)].value_type
                 self.error(tok, "P003", f"{narrow.group(1)} has no literals: narrow types exist only in buffers",
                            f"write a {wide} literal; a store to a {narrow.group(1)} buffer narrows it")
+            if self.type_vars:  # a composition or kernel over type variables: the constant follows the binding
+                var = next(iter(self.type_vars))
+                self.error(tok, "P004", f"literal {text} has no type",
+                           f"write `{text} as {var}`: the constant {text} of the type {var} stands for in each binding")
             self.error(tok, "P004", f"literal {text} has no type suffix",
                        f"write {text}u32, {text}i32, {text}f32, ...")
         m = _LITERAL_RE.match(text)

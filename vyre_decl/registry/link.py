@@ -101,6 +101,16 @@ class _Table:
         return "define that op (in this or another loaded op file) or fix the id"
 
 
+def _over_vars(fix: str, binding: Mapping[str, Any]) -> str:
+    """A validator's "cast it with `as f32`" said of a composition over type variables: the cast
+    (and a constant) is written with the variable the type is bound to, for every binding."""
+    for var, dtype in binding.items():
+        if f"`as {dtype}`" in fix:
+            return (fix.replace(f"`as {dtype}`", f"`as {var}`") + f" (the composition is over {var}: a constant is "
+                    f"`3.0 as {var}` or `{var}.one`, not a literal of one type such as 3.0{dtype})")
+    return fix
+
+
 def _cross_checks(ops: Mapping[str, OpDef]) -> dict[str, list[Diagnostic]]:
     problems: dict[str, list[Diagnostic]] = {}
     table = _Table(ops)
@@ -127,7 +137,7 @@ def _cross_checks(ops: Mapping[str, OpDef]) -> dict[str, list[Diagnostic]]:
                 got = infer_type(comp.result, "result", variables, {}, table)
                 calls += _calls(comp.result, variables, table)
             except ExprFault as fault:
-                fail(op, "R010", "compose", f"for {where}: {fault.message} (at {fault.path})", fault.fix)
+                fail(op, "R010", "compose", f"for {where}: {fault.message} (at {fault.path})", _over_vars(fault.fix, m))
                 break
             want = op.output_type(binding)
             if got is not want:
