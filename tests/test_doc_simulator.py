@@ -1,6 +1,7 @@
-"""docs/simulator.md says what the code does: its examples print what the document shows (run in
-fresh processes on a simulated H100), its list of driver functions is the driver's prototype
-table, every instruction the interpreter decodes is named, and its profile table is profiles.py's."""
+"""docs/simulator.md says what the code does: its examples print what the document shows, on
+stdout and on stderr (run in fresh processes on a simulated H100), its list of driver functions
+is the driver's prototype table, every instruction the interpreter decodes is named, and its
+profile table is profiles.py's."""
 
 from __future__ import annotations
 
@@ -48,6 +49,8 @@ def test_the_examples_print_what_the_document_shows(name, tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout == _blocks("output")[name], (
         f"docs/simulator.md's output of {name} is out of date; it now prints:\n{proc.stdout}")
+    if name in _blocks("stderr"):  # the sanitizer's report at exit
+        assert proc.stderr == _blocks("stderr")[name], f"{name} now reports on stderr:\n{proc.stderr}"
 
 
 def test_the_driver_functions_listed_are_the_prototype_table():
