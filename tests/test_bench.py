@@ -114,11 +114,12 @@ def test_the_simulated_conformance_row_refuses_a_failed_or_unsimulated_run(monke
             return subprocess.CompletedProcess(cmd, returncode, "", "1 failure")
         return run
 
-    monkeypatch.setattr(sim.subprocess, "run", fake(1, "NVIDIA H100 80GB HBM3", False))
+    monkeypatch.setattr(sim.subprocess, "run", fake(1, "NVIDIA H100 80GB HBM3 (simulated)", False))
     with pytest.raises(AssertionError, match="failed"):
         sim.conformance_rows(quick=True)
-    monkeypatch.setattr(sim.subprocess, "run", fake(0, "reference", True))
-    with pytest.raises(AssertionError, match="not the simulator"):
-        sim.conformance_rows(quick=True)
-    monkeypatch.setattr(sim.subprocess, "run", fake(0, "NVIDIA H100 80GB HBM3", False))
+    for device, self_consistency in (("reference", True), ("NVIDIA H100 80GB HBM3", False)):
+        monkeypatch.setattr(sim.subprocess, "run", fake(0, device, self_consistency))
+        with pytest.raises(AssertionError, match="not the simulator"):
+            sim.conformance_rows(quick=True)
+    monkeypatch.setattr(sim.subprocess, "run", fake(0, "NVIDIA H100 80GB HBM3 (simulated)", False))
     assert sim.conformance_rows(quick=True)[0].extra["summary"]["programs_passed"] == 2
