@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Final, Union
+from typing import Any, Final, Union
 
 from .record import Record, record
 from .scalars import decode, encode
@@ -329,6 +329,9 @@ class Program:
     body: tuple[Node, ...]
     name: str = "main"
     _hash: list[str] = field(default_factory=list, init=False, compare=False, repr=False)
+    # (file name, text, type variables, parameters) of a program parsed from a named text, so that
+    # validation can say file:line:col (``sourcemap.py``); never part of equality or the hash
+    _source: list[tuple[str, str, Any, Any]] = field(default_factory=list, init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "buffers", tuple(self.buffers))

@@ -195,7 +195,10 @@ def parse_program(src: str, filename: str = "<text>", type_vars: Mapping[str, Da
     values of a routine kernel's ``$name`` parameters, each one name (``lexer.fill_params``)."""
     if len(src) > MAX_PROGRAM_TEXT:
         raise too_long(len(src), filename)
-    return Parser(src, filename, type_vars, params).program()
+    program = Parser(src, filename, type_vars, params).program()
+    if filename != "<text>":  # a named text: validation problems are located in it (sourcemap.py)
+        program._source.append((filename, src, type_vars, params))
+    return program
 
 
 def parse_expr(src: str, filename: str = "<expr>") -> Expr:

@@ -493,4 +493,6 @@ def check(program: Program, ops: OpTable, limits: Limits = Limits()) -> None:
     """Raise VyreError listing every problem in ``program``; return None when it is valid."""
     diags = validate(program, ops, limits)
     if diags:
-        raise VyreError(diags, f"program {program.name!r} is invalid ({len(diags)} problem(s)):")
+        from .sourcemap import locate  # a program read from a named text: file:line:col
+
+        raise VyreError(locate(program, diags), f"program {program.name!r} is invalid ({len(diags)} problem(s)):")
