@@ -83,7 +83,7 @@ def _start(node: Any, positions: dict[int, int]) -> int | None:
         if isinstance(n, (tuple, list)):
             stack.extend(n)
         else:  # a record (expressions, statements) or a dataclass: its fields
-            names = getattr(n, "__fields__", None) or getattr(n, "__dataclass_fields__", ())
+            names: Any = getattr(n, "__fields__", None) or getattr(n, "__dataclass_fields__", None) or ()
             stack.extend(getattr(n, f) for f in names if not f.startswith("_"))
     return best
 
