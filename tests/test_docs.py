@@ -60,7 +60,8 @@ def test_every_loader_code_is_documented():
 def test_every_backend_and_program_text_error_code_is_documented():
     raised = set()
     for path in (ROOT / "vyre_decl").rglob("*.py"):
-        raised |= set(re.findall(r'"([BCDP]0\d\d)"', path.read_text()))
-    documented = set(re.findall(r"\| ([BCDP]0\d\d) \|", (ROOT / "docs" / "errors.md").read_text()))
+        raised |= set(re.findall(r'"([BCDEPV]0\d\d)"', path.read_text()))
+    documented = set(re.findall(r"\| ([BCDEPV]0\d\d) \|", (ROOT / "docs" / "errors.md").read_text()))
     assert raised and raised <= documented, sorted(raised - documented)
+    assert {"E001", "V001", "V026"} <= raised
     assert "docs/errors.md" in (ROOT / "README.md").read_text()
