@@ -108,3 +108,17 @@ def test_conform_routines_compares_with_the_known_answers(tmp_path, monkeypatch,
     if status:
         text = json.dumps(cert)
         assert "kat" in text and "known answer disagrees" in text and "kat[0]" in text
+
+
+def test_conformance_outputs_are_git_ignored(tmp_path):
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    git = shutil.which("git")
+    if git is None or not (root / ".git").exists():
+        pytest.skip("not a git checkout")
+    names = ["vyre-certificate.json", "vyre-certificate-capsules/op_x.json", "f1-capsules/a.json"]
+    done = subprocess.run([git, "check-ignore", *names], cwd=root, capture_output=True, text=True)
+    assert done.stdout.split() == names
