@@ -10,6 +10,7 @@ Problems are diagnostics naming file, op and types:
 R030 a known answer disagrees with the reference    R031 a declared law does not hold (a warning when
                                                          an attribute without a value keeps it unchecked)
 R032 ptxas rejects a template                       (note) ptxas was not found: templates unassembled
+R040 (warning) an op still a scaffold of ``ops new``: its summary says TODO, or it has no known answer
 R038 a template executed on the simulated GPU       R039 a template the simulator could not check (the
      gives another result than the reference             interpreter rejects it, it faults, the sanitizer
      (``simcheck.py``)                                   reports it); a note for an ``.approx`` instruction,
@@ -37,7 +38,7 @@ from ..reference.interpreter import op_function
 from ..registry import OpDef, Registry
 from ..registry.opbuild import location
 
-__all__ = ["check_semantics", "check_templates", "reference_evaluator", "seeded_rng"]
+__all__ = ["check_scaffold", "check_semantics", "check_templates", "reference_evaluator", "seeded_rng"]
 
 
 def seeded_rng(seed: int, key: str) -> np.random.Generator:
@@ -72,6 +73,22 @@ def required_attrs(op: OpDef, binding: Binding) -> tuple[tuple[str, int], ...] |
         if kat.binding == binding and all(r in given for r in required):
             return tuple(sorted((r, given[r]) for r in required))
     return None
+
+
+def check_scaffold(ops: Iterable[OpDef]) -> list[Diagnostic]:
+    """R040 warnings for ops that are not finished: a summary still ``TODO`` (``ops new`` writes
+    one), or no known answer to hold the definition to."""
+    diags = []
+    for op in ops:
+        if op.summary.strip().upper().startswith("TODO"):
+            diags.append(Diagnostic("R040", "the summary still says TODO", location(op.source, op.id, "summary"),
+                                    "say in one line what the op computes", "warning"))
+        if not op.kats:
+            diags.append(Diagnostic("R040", "the op has no known answer: nothing holds its definition to the true "
+                                    "values", location(op.source, op.id, "kat"),
+                                    "add kat.<type> = [[inputs..., output], ...] with values worked out "
+                                    "independently (see docs/ops-format.md, Known answers)", "warning"))
+    return diags
 
 
 def check_semantics(registry: Registry, ops: Iterable[OpDef], seed: int = 1) -> list[Diagnostic]:

@@ -104,19 +104,20 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from .check import check_semantics, check_templates
+    from .check import check_scaffold, check_semantics, check_templates
     from .simcheck import check_templates_on_sim
 
     t0 = time.perf_counter()
     reg = load(args.paths, env=not args.paths)
     diags = list(reg.diagnostics)
+    checked = _checked_ops(reg, args.paths)
     sim = None
     if not reg.errors:
-        diags += check_semantics(reg, reg)
+        diags += check_scaffold(checked) + check_semantics(reg, checked)
         if not args.no_ptxas:
-            diags += check_templates(reg, reg)
+            diags += check_templates(reg, checked)
         if not args.no_sim:
-            sim = check_templates_on_sim(reg, reg)
+            sim = check_templates_on_sim(reg, checked)
             diags += sim.diagnostics
     routines = None
     if not reg.errors:  # routine files beside the op files: loaded, every binding compiled, known answers run
@@ -126,7 +127,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         diags += routines.diagnostics
     errors = [d for d in diags if d.severity == "error"]
     if args.json:
-        print(json.dumps({"ops": len(reg), "dialects": len(reg.dialects),
+        print(json.dumps({"ops": len(reg), "checked": len(checked), "dialects": len(reg.dialects),
                           "simulated": None if sim is None else sim.as_dict(),
                           "routines": None if routines is None else routines.as_dict(),
                           "diagnostics": [d.as_dict() for d in diags]}, indent=2))
@@ -138,10 +139,21 @@ def _cmd_check(args: argparse.Namespace) -> int:
             "a file was rejected" if reg.errors else "--no-sim")
         if routines is not None:
             ran += "; " + routines.summary()
-        print(f"{status}: {len(reg)} ops in {len(reg.dialects)} dialects from {len(reg.sources)} file(s); {ran}; "
+        print(f"{status}: {len(checked)} ops checked ({len(reg)} loaded from {len(reg.sources)} file(s)); {ran}; "
               f"{len(errors)} error(s), {len(diags) - len(errors)} note(s)/warning(s) "
               f"in {time.perf_counter() - t0:.2f} s")
     return 1 if errors else 0
+
+
+def _checked_ops(reg: Registry, paths: Sequence[str]) -> list[OpDef]:
+    """The ops ``ops check PATHS`` checks beyond loading: those of the files under PATHS (the
+    standard library loads beside them for their compositions, and is the project's tests'
+    business); every op without paths."""
+    if not paths:
+        return list(reg)
+    roots = [Path(p).resolve() for p in paths]
+    return [op for op in reg if any(r == Path(op.source).resolve() or r in Path(op.source).resolve().parents
+                                    for r in roots)]
 
 
 def _selected(reg: Registry, globs: Sequence[str]) -> list[OpDef]:
