@@ -48,7 +48,7 @@ def run_u32(body: str, n: int, block: int = 64, **kw) -> tuple[np.ndarray, list]
     (kernel("\tadd.u32 %r1, %r2, %rd3;"), 10, "64 bits"),
     (kernel("\tadd.u32 %r1, %f2, %r3;"), 10, "cannot take"),
     (kernel("\tbra $L_nowhere;"), 10, "not defined"),
-    (kernel("\tshfl.sync.idx.b32 %r1, %r2, 0, 31, -1;"), 10, "does not model"),
+    (kernel("\tactivemask.b32 %r1;"), 10, "does not model"),
     (kernel("\tcvt.rn.bf16.f32 %h1, %f1;", regs="\t.reg .b16 %h<2>;\n",
             header=".version 7.0\n.target sm_75\n.address_size 64\n"), 11, "sm_80"),
     (kernel("\tcvt.s32.f32 %r1, %f1;"), 10, ".rni, .rzi"),

@@ -11,6 +11,7 @@ two readings of the semantics agree. Interface (the driver model relies on exact
     @dataclass class Param: name: str; nbytes: int; align: int; offset: int   # in the packed buffer
     @dataclass class Finding: kind: str; kernel: str; line: int; instruction: str; context: str; message: str
         # kind: 'oob_shared' | 'shared_race' | 'divergent_barrier' | 'uninitialised_register' | 'approx'
+        #       | 'warp_divergence' | 'shfl_inactive_source'
     def load_module(text: str, sm: int) -> Module   # PtxError: syntax, unknown instructions,
                                                      # .target above sm_<sm>, .version too new
     class Module: kernels: dict[str, Kernel]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from . import ptx_atom, ptx_bits, ptx_cmp, ptx_cvt, ptx_float, ptx_int, ptx_mem
+from . import ptx_atom, ptx_bits, ptx_cmp, ptx_cvt, ptx_float, ptx_int, ptx_mem, ptx_warp
 from .ptx_ast import Entry, Imm, Instr, Label, ModuleAst, Sym, Var
 from .ptx_machine import PTYPES, Fn, PType
 from .ptx_operands import Ctx
@@ -20,12 +20,12 @@ OP, BRA, BAR, EXIT, TRAP = range(5)
 
 _DECODERS: dict[str, Callable[[Instr, Ctx], Fn]] = {
     **ptx_int.DECODERS, **ptx_float.DECODERS, **ptx_bits.DECODERS, **ptx_cmp.DECODERS, **ptx_cvt.DECODERS,
-    **ptx_mem.DECODERS, **ptx_atom.DECODERS,
+    **ptx_mem.DECODERS, **ptx_atom.DECODERS, **ptx_warp.DECODERS,
 }
 _SHARED_FORMS = frozenset(ptx_int.INT_FORMS) | frozenset(ptx_float.FLOAT_FORMS)
 MODELLED = frozenset(_DECODERS) | _SHARED_FORMS | {"bra", "bar", "barrier", "ret", "exit", "trap", "brkpt"}
 _NOT_MODELLED = frozenset((
-    "call", "brx", "vote", "shfl", "match", "redux", "activemask", "elect", "mbarrier", "cp", "ldu", "ldmatrix",
+    "call", "brx", "activemask", "elect", "mbarrier", "cp", "ldu", "ldmatrix",
     "stmatrix", "mma", "wmma", "wgmma", "tex", "tld4", "suld", "sust", "sured", "suq", "txq", "prefetch",
     "prefetchu", "isspacep", "istypep", "mapa", "getctarank", "alloca", "stackrestore", "stacksave",
     "nanosleep", "pmevent", "griddepcontrol", "setmaxnreg", "discard", "applypriority", "createpolicy",
@@ -33,7 +33,7 @@ _NOT_MODELLED = frozenset((
     "vmax", "vmin", "vset", "vshl", "vshr", "vavrg2", "vavrg4",
 ))
 # the first target with each instruction (PTX ISA, "Target ISA notes"), beyond the oldest we model
-_NEEDS_SM = {"dp4a": 61, "dp2a": 61, "szext": 70, "bmsk": 70, "tanh": 75}
+_NEEDS_SM = {"dp4a": 61, "dp2a": 61, "szext": 70, "bmsk": 70, "match": 70, "tanh": 75, "redux": 80}
 # the first PTX ISA version that knows each target
 _TARGET_VERSION = {50: (4, 0), 52: (4, 1), 53: (4, 2), 60: (5, 0), 61: (5, 0), 62: (5, 0), 70: (6, 0), 72: (6, 1),
                    75: (6, 3), 80: (7, 0), 86: (7, 1), 87: (7, 4), 89: (7, 8), 90: (7, 8), 100: (8, 6),

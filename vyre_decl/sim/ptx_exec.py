@@ -105,6 +105,7 @@ def _run(prog: Program, m: Machine, deadline: float | None) -> None:
     n = m.n
     pc = np.zeros(n, dtype=np.int64)
     alive = np.ones(n, dtype=bool)
+    m.alive = alive  # updated in place as lanes exit (warp instructions read it)
     waiting = np.zeros(n, dtype=bool)
     end = len(ops) + 1
     with np.errstate(all="ignore"):

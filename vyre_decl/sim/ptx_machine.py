@@ -77,6 +77,8 @@ class Machine:
         self.race: Any = None  # the shared-memory race tracker (ptx_sanitize), when sanitizing
         self.steps = 0  # lane-instructions executed
         self.block_base = 0  # the linear grid index of this group's first block
+        self.alive: np.ndarray | None = None  # lanes that have not exited (set by ptx_exec while running)
+        self.warps: Any = None  # where each lane sits in its warp (ptx_warp, computed when first needed)
 
     # --- registers
     def put(self, i: int, value: Any, mask: Mask) -> None:

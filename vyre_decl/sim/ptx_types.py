@@ -8,7 +8,8 @@ from dataclasses import dataclass
 __all__ = ["PtxError", "KernelFault", "KernelTimeout", "Param", "Finding", "FAULT_KINDS", "FINDING_KINDS"]
 
 FAULT_KINDS = ("illegal_address", "misaligned_address", "illegal_instruction", "trap")
-FINDING_KINDS = ("oob_shared", "shared_race", "divergent_barrier", "uninitialised_register", "approx")
+FINDING_KINDS = ("oob_shared", "shared_race", "divergent_barrier", "uninitialised_register", "approx", "warp_divergence",
+                 "shfl_inactive_source")
 
 
 class PtxError(Exception):
