@@ -6,6 +6,8 @@ answers, so a wrong answer fails even a run that certifies the reference against
 from __future__ import annotations
 
 import json
+import os
+import re
 
 import numpy as np
 import pytest
@@ -122,3 +124,20 @@ def test_conformance_outputs_are_git_ignored(tmp_path):
     names = ["vyre-certificate.json", "vyre-certificate-capsules/op_x.json", "f1-capsules/a.json"]
     done = subprocess.run([git, "check-ignore", *names], cwd=root, capture_output=True, text=True)
     assert done.stdout.split() == names
+
+
+def test_ops_check_runs_a_routine_files_known_answers_on_a_cuda_device_too(tmp_path, capsys, monkeypatch):
+    """Issue 27 item 2: once they hold on the reference, the known answers run on a CUDA device
+    (without a GPU the simulated H100, in a child process, so this process's driver stays what
+    it was)."""
+    if not os.environ.get("VYRE_DECL_CUDA_SIM"):
+        monkeypatch.setenv("VYRE_DECL_CUDA_SIM", "h100")  # the child's device, whatever this machine has
+    good = _file(tmp_path)
+    assert ops_main(["check", str(good), "--no-ptxas"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"; 4 routine known answer\(s\) run on NVIDIA H100 80GB HBM3 \(simulated\);", out), out
+    wrong = _file(tmp_path, "[[[1, 2, 3], [15]]]")
+    assert ops_main(["check", str(wrong), "--no-ptxas"]) == 1
+    captured = capsys.readouterr()
+    assert captured.err.count("U025") == 2, captured.err  # u32 and f32, on the reference
+    assert "run on NVIDIA" not in captured.out  # the device waits until the reference agrees

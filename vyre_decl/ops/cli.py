@@ -119,12 +119,18 @@ def _cmd_check(args: argparse.Namespace) -> int:
         if not args.no_sim:
             sim = check_templates_on_sim(reg, checked)
             diags += sim.diagnostics
-    routines = None
+    routines, device_summary = None, ""
     if not reg.errors:  # routine files beside the op files: loaded, every binding compiled, known answers run
         from .routinecheck import check_routines
 
         routines = check_routines(reg, only_paths=bool(args.paths))
         diags += routines.diagnostics
+        if args.paths and routines.kats and not args.no_sim and not any(d.severity == "error" for d in diags):
+            from .devicekats import run_device_kats  # the GPU, or the simulated H100 standing in for it
+
+            on_device = run_device_kats(args.paths)
+            diags += on_device.diagnostics
+            device_summary = on_device.summary()
     errors = [d for d in diags if d.severity == "error"]
     if args.json:
         print(json.dumps({"ops": len(reg), "checked": len(checked), "dialects": len(reg.dialects),
@@ -139,6 +145,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
             "a file was rejected" if reg.errors else "--no-sim")
         if routines is not None:
             ran += "; " + routines.summary()
+        if device_summary:
+            ran += "; " + device_summary
         print(f"{status}: {len(checked)} ops checked ({len(reg)} loaded from {len(reg.sources)} file(s)); {ran}; "
               f"{len(errors)} error(s), {len(diags) - len(errors)} note(s)/warning(s) "
               f"in {time.perf_counter() - t0:.2f} s")
@@ -275,7 +283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("paths", nargs="*", help="op files or directories to check together with the standard ops")
     p.add_argument("--json", action="store_true")
     p.add_argument("--no-ptxas", action="store_true", help="do not assemble the templates")
-    p.add_argument("--no-sim", action="store_true", help="do not execute the templates on the simulated GPU")
+    p.add_argument("--no-sim", action="store_true", help="do not execute the templates on the simulated GPU, nor the known answers of the routines of PATHS on a CUDA device (the simulated H100 without a GPU)")
     p.set_defaults(run=_cmd_check)
     p = sub.add_parser("laws", help="the law catalogue; with --suggest, laws that hold but are not declared")
     p.add_argument("ops", nargs="*", help="op ids or globs (default: every op)")
