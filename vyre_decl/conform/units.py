@@ -79,6 +79,8 @@ def select_units(registry: Registry, corpus: Sequence[CorpusProgram], ops: Seque
             continue
         if dialects and op.dialect not in dialects:
             continue
+        if registry.has_trait(op.id, "collective"):
+            continue  # compared lane by lane it means nothing: programs with subgroups cover these ops
         for b in op.bindings():
             units.append(Unit(f"op:{op.id}[{types_key(b)}]", "op", op=op, binding=b))
     if programs:

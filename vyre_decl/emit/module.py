@@ -14,9 +14,11 @@ from .vector import VectorEmitter, map_shape
 __all__ = ["emit", "vector_entry"]
 
 
-def vector_entry(program: Program) -> str | None:
-    """The name of the program's vectorised entry, or None when it is not map-shaped."""
-    return f"{kernel_abi(program).entry}_v4" if map_shape(program) is not None else None
+def vector_entry(program: Program, registry: Registry | None = None) -> str | None:
+    """The name of the program's vectorised entry, or None when it is not map-shaped (a program
+    calling collective ops is not: ``registry`` tells which ops are; default: the standard one)."""
+    reg = registry or default_registry()
+    return f"{kernel_abi(program).entry}_v4" if map_shape(program, reg) is not None else None
 
 
 def _entry(name: str, abi: KernelABI, program: Program, em: _Emitter) -> list[str]:
@@ -62,7 +64,7 @@ def emit(
         "",
         *_entry(abi.entry, abi, program, em),
     ]
-    shape = map_shape(program)
+    shape = map_shape(program, reg)
     vector = None
     if shape is not None:
         vector = f"{abi.entry}_v4"

@@ -49,6 +49,7 @@ from ..ir.nodes import (
     Store,
     Var,
 )
+from ..ir.subgroup import SUBGROUP_SIZE
 from ..ir.text import print_expr
 from ..ir.types import DataType
 from ..ir.walk import body_exprs, statements
@@ -57,7 +58,13 @@ from ..registry.templates import NEEDS_SM, PTX_TYPE, immediate
 from .abi import kernel_abi, shared_words
 from .target import Target
 
-__all__: list[str] = []  # the emitter class is used by emit/module.py and emit/vector.py
+__all__ = ["uses_collectives"]  # and the emitter class, used by emit/module.py and emit/vector.py
+
+
+def uses_collectives(program: Program, registry: Registry) -> bool:
+    """Whether ``program`` calls a collective op (docs/semantics.md, "Subgroups")."""
+    ids = {e.op for e in body_exprs(program.body) if isinstance(e, Op)}
+    return any(registry.has_trait(i, "collective") for i in ids if i in registry)
 
 # value type -> (PTX register type, register prefix)
 _REG: Final = {t: (PTX_TYPE[t], prefix) for t, prefix in (
@@ -104,6 +111,10 @@ class _Emitter:
         # registers are written once): a literal, select or op call repeated on the same registers
         # reuses the first result (e.g. an argument reduction shared by several parts of a result)
         self.inlined: dict[tuple[object, ...], tuple[str, DataType]] | None = None
+        # subgroups (collective ops): the lane register, the mask of the warp's existing lanes, and
+        # whether the present lanes must be voted at each collective (the program can return)
+        self.lane_reg = self.exist_reg = self.true_reg = ""
+        self.returns = any(isinstance(n, Return) for n in statements(program.body))
 
     # --- registers, labels, lines
     def reg(self, t: DataType | tuple[str, str]) -> str:
@@ -158,6 +169,8 @@ class _Emitter:
                 self.emit(f"mov.u32 {r}, %tid.{ax};")
                 self.emit(f"mad.lo.u32 {r}, {c}, {n}, {r};")
             self.ids[(kind, axis)] = r
+        if uses_collectives(self.program, self.registry):
+            self.subgroup_prologue()
         shared = [b for b in self.program.buffers if b.access is Access.WORKGROUP]
         if shared:
             self.comment("zero the workgroup buffers, then wait for the whole workgroup")
@@ -191,6 +204,45 @@ class _Emitter:
                 self.place(done)
             self.emit("bar.sync 0;")
 
+
+    def subgroup_prologue(self) -> None:
+        """The lane id and the mask of the lanes that exist in this invocation's warp (a partial last
+        warp of the block has fewer): the membermask from which the present lanes are voted."""
+        if self.target.subgroup_size != SUBGROUP_SIZE:
+            raise VyreError.one("E006", f"{self.target.name} has subgroups of {self.target.subgroup_size} lanes, the IR "
+                                f"{SUBGROUP_SIZE}", f"program {self.program.name!r}",
+                                "run programs with subgroup ops on a target whose subgroup size is the IR's")
+        self.comment(f"subgroups: lane id, and the lanes of this warp that exist (warps of {SUBGROUP_SIZE} threads)")
+        lane, lin, t, u = (self.reg(DataType.U32) for _ in range(4))
+        self.emit(f"mov.u32 {lane}, %laneid;")
+        self.emit(f"mov.u32 {lin}, %tid.z;")
+        self.emit(f"mov.u32 {t}, %ntid.y;")
+        self.emit(f"mov.u32 {u}, %tid.y;")
+        self.emit(f"mad.lo.u32 {lin}, {lin}, {t}, {u};")
+        self.emit(f"mov.u32 {t}, %ntid.x;")
+        self.emit(f"mov.u32 {u}, %tid.x;")
+        self.emit(f"mad.lo.u32 {lin}, {lin}, {t}, {u};")
+        self.emit(f"mov.u32 {u}, %ntid.y;")
+        self.emit(f"mul.lo.u32 {t}, {t}, {u};")
+        self.emit(f"mov.u32 {u}, %ntid.z;")
+        self.emit(f"mul.lo.u32 {t}, {t}, {u};")  # threads in the block
+        self.emit(f"and.b32 {lin}, {lin}, {-SUBGROUP_SIZE & 0xFFFFFFFF};")  # the warp's first thread
+        self.emit(f"sub.u32 {t}, {t}, {lin};")
+        self.emit(f"min.u32 {t}, {t}, {SUBGROUP_SIZE};")
+        exist = self.reg(DataType.U32)
+        self.emit(f"shl.b32 {exist}, 1, {t};")  # 1 << 32 is 0: all ones after the subtraction
+        self.emit(f"sub.u32 {exist}, {exist}, 1;")
+        self.lane_reg, self.exist_reg = lane, exist
+        self.true_reg = self.reg(DataType.BOOL)
+        self.emit(f"mov.pred {self.true_reg}, 1;")
+
+    def members(self) -> str:
+        """The present lanes of the subgroup: those that exist, less any that returned (voted)."""
+        if not self.returns:
+            return self.exist_reg
+        m = self.reg(DataType.U32)
+        self.emit(f"vote.sync.ballot.b32 {m}, {self.true_reg}, {self.exist_reg};")
+        return m
 
     def _buffers_used(self) -> set[str]:
         names: set[str] = set()
@@ -317,6 +369,8 @@ class _Emitter:
 
     def fill(self, op: OpDef, binding: tuple[DataType, ...], names: dict[str, str]) -> None:
         tmpl = op.templates[binding]
+        if "collective" in op.traits:
+            names.update(lane=self.lane_reg, members=self.members())
         for temp, t in tmpl.temps:
             names[temp] = self.reg(t if isinstance(t, DataType) else _BITS[t])
         types = ",".join(t.value for t in binding)
@@ -454,7 +508,10 @@ class _Emitter:
             self.place(done)
         elif isinstance(n, Return):
             self.comment(f"{path}: return")
-            self.emit(f"bra {self.exit_label};")
+            if self.lane_reg and self.exit_label == "$L_exit":  # with subgroups: leave now, so that the
+                self.emit("ret;")  # returned lanes have exited when the others vote (not waited for)
+            else:
+                self.emit(f"bra {self.exit_label};")
         elif isinstance(n, Barrier):
             self.comment(f"{path}: barrier")
             self.emit("bar.sync 0;")

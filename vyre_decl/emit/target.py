@@ -48,6 +48,7 @@ _DRIVER_TABLE: Final = (
 )
 
 DEFAULT_TARGET: Final = "sm_90"
+_WARP_SIZE: Final = 32  # threads of a warp on every CUDA GPU (a target's subgroup size)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +65,12 @@ class Target:
     @property
     def version(self) -> str:
         return f"{self.isa[0]}.{self.isa[1]}"
+
+    @property
+    def subgroup_size(self) -> int:
+        """The lanes of a subgroup on this target: a warp, 32 on every CUDA GPU. The emitter refuses
+        a program with collective ops where it differs from the IR's SUBGROUP_SIZE (E006)."""
+        return _WARP_SIZE
 
     def __str__(self) -> str:
         return f"PTX {self.version} {self.name}"

@@ -44,7 +44,8 @@ from ..ir.nodes import (
 from ..ir.types import DataType
 from ..ir.walk import body_exprs, statements
 from .abi import VECTOR_LANES
-from .ptx import _MEM_TYPE, _REG, _Emitter
+from ..registry import Registry
+from .ptx import _MEM_TYPE, _REG, _Emitter, uses_collectives
 
 __all__ = ["MapShape", "map_shape", "VectorEmitter"]
 
@@ -66,9 +67,13 @@ class MapShape:
         return tuple(dict.fromkeys(self.loaded + self.stored))
 
 
-def map_shape(program: Program) -> MapShape | None:
-    """The program's map shape, or None when it is not map-shaped (see the module docstring)."""
+def map_shape(program: Program, registry: Registry | None = None) -> MapShape | None:
+    """The program's map shape, or None when it is not map-shaped (see the module docstring). With
+    a registry, a program calling collective ops is not map-shaped either: an invocation handling
+    four elements would change which elements share a subgroup."""
     if program.workgroup_size[1:] != (1, 1):
+        return None
+    if registry is not None and uses_collectives(program, registry):
         return None
     buffers = {b.name: b for b in program.buffers}
     if any(b.access is Access.WORKGROUP for b in program.buffers):

@@ -14,13 +14,14 @@ V016 expression too deep          V017 too many statements        V018 unbound v
 V019 bad buffer declaration       V020 bad identifier             V021 bad type args/attrs
 V022 condition is not bool        V023 index is not u32           V024 bad loop bounds
 V025 too many buffers (kernel parameters)  V026 an atomic in an arm of a lazy branch
+V027 a collective (subgroup) op in divergent control flow   V028 a collective op in an arm of a lazy branch
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Final, Mapping
+from typing import Callable, Final, Mapping
 
 from .diagnostics import Diagnostic, VyreError
 from .nodes import (
@@ -241,10 +242,23 @@ class _Validator:
     def run(self) -> list[Diagnostic]:
         self.check_header()
         self.walk(self.program.body, "body", 0)
-        for path in _divergent_barriers(self.program):
+        has_trait = getattr(self.ops, "has_trait", None)  # a registry knows which ops are collective
+        collective = None if has_trait is None else (lambda op_id: self.ops.signature(op_id) is not None
+                                                     and bool(has_trait(op_id, "collective")))
+        barriers, collectives = _divergent_barriers(self.program, collective)
+        for path in barriers:
             self.error("V014", "barrier in non-uniform control flow", path,
                        "move the barrier out of branches/loops that depend on per-invocation values, "
                        "and do not return early before it")
+        for path, op_id, lazy in collectives:
+            if lazy:
+                self.error("V028", f"the collective op {op_id} in an arm of a lazy branch() runs only in the lanes "
+                           "that choose that arm", path, "compute it before the branch with let, or use select()")
+            else:
+                self.error("V027", f"the collective op {op_id} is called in control flow that not every invocation "
+                           "of the workgroup takes alike: the lanes of its subgroup would not run it together", path,
+                           "call it before the if/loop whose condition or bounds depend on per-invocation values "
+                           "(let v = op(...)), and use the value inside; an early return before it is fine")
         return self.diags
 
     # --- header
@@ -418,11 +432,15 @@ class _Validator:
 # ----------------------------------------------------------------------------- uniformity
 
 
-def _uniform(e: Expr, varying: set[str], buffers: Mapping[str, BufferDecl]) -> bool:
+def _uniform(e: Expr, varying: set[str], buffers: Mapping[str, BufferDecl],
+             collective: Callable[[str], bool] | None = None) -> bool:
     """Whether ``e`` has the same value in every invocation of a workgroup (conservatively): no
-    part of it is a per-invocation id, a varying variable, an atomic, or a load from memory that
-    invocations write."""
+    part of it is a per-invocation id, a varying variable, an atomic, a collective op (the lane id,
+    a shuffle; even a ballot differs between subgroups) or a load from memory that invocations
+    write."""
     for x in subexprs(e):
+        if isinstance(x, Op) and collective is not None and collective(x.op):
+            return False
         if isinstance(x, (Lit, BufLen, Op, Select)):
             continue
         if isinstance(x, Id):
@@ -440,25 +458,45 @@ def _uniform(e: Expr, varying: set[str], buffers: Mapping[str, BufferDecl]) -> b
     return True
 
 
-def _divergent_barriers(program: Program) -> list[str]:
+def _collectives(n: Node, path: str, collective: Callable[[str], bool]) -> list[tuple[str, str, bool]]:
+    """The collective op calls in the expressions of statement ``n`` itself: (path, op id, whether
+    it is in an arm of a lazy branch)."""
+    fields = {Let: ("value",), Assign: ("value",), Store: ("index", "value"), If: ("cond",), Loop: ("start", "end")}
+    found = []
+    for name in fields.get(type(n), ()):
+        lazy_arms = {id(x) for e in subexprs(getattr(n, name)) if isinstance(e, Select) and e.lazy
+                     for arm in (e.if_true, e.if_false) for x in subexprs(arm)}
+        for x in subexprs(getattr(n, name)):
+            if isinstance(x, Op) and collective(x.op):
+                found.append((f"{path}.{name}", x.op, id(x) in lazy_arms))
+    return found
+
+
+def _divergent_barriers(program: Program, collective: Callable[[str], bool] | None = None
+                        ) -> tuple[list[str], list[tuple[str, str, bool]]]:
+    """Barriers in non-uniform control flow (or after an early return), and collective ops in
+    non-uniform control flow or in a lazy branch's arm (an early return before them is allowed)."""
     buffers = {b.name: b for b in program.buffers}
     varying: set[str] = set()
     found: dict[str, None] = {}
+    calls: dict[tuple[str, str, bool], None] = {}
 
     def walk(body: tuple[Node, ...], path: str, divergent: bool, returned: bool) -> bool:
         """Returns whether some invocations may have returned early by the end of ``body``."""
         for i, n in enumerate(body):
             here = f"{path}[{i}]"
+            if collective is not None:
+                calls.update(dict.fromkeys(c for c in _collectives(n, here, collective) if divergent or c[2]))
             if isinstance(n, (Let, Assign)):
-                if divergent or not _uniform(n.value, varying, buffers):
+                if divergent or not _uniform(n.value, varying, buffers, collective):
                     varying.add(n.name)
             elif isinstance(n, If):
-                d = divergent or not _uniform(n.cond, varying, buffers)
+                d = divergent or not _uniform(n.cond, varying, buffers, collective)
                 r1 = walk(n.then, f"{here}.then", d, returned)
                 r2 = walk(n.otherwise, f"{here}.otherwise", d, returned)
                 returned = r1 or r2
             elif isinstance(n, Loop):
-                d = divergent or not (_uniform(n.start, varying, buffers) and _uniform(n.end, varying, buffers))
+                d = divergent or not (_uniform(n.start, varying, buffers, collective) and _uniform(n.end, varying, buffers, collective))
                 if d:
                     varying.add(n.var)
                 # an early return late in the body makes the next iteration's barriers divergent: walk
@@ -476,9 +514,10 @@ def _divergent_barriers(program: Program) -> list[str]:
     while True:  # grow the varying set to a fixpoint (loops feed values back)
         before = len(varying)
         found.clear()
+        calls.clear()
         walk(program.body, "body", False, False)
         if len(varying) == before:
-            return list(found)
+            return list(found), list(calls)
 
 
 # ----------------------------------------------------------------------------- entry points

@@ -142,6 +142,8 @@ def suggest_laws(registry: Registry, ops: Iterable[OpDef], seed: int = 1) -> lis
     """Every law of the catalogue that holds for ``ops`` on the reference and is not declared."""
     result = []
     for op in ops:
+        if registry.has_trait(op.id, "collective"):
+            continue  # laws of a collective op hold over subgroups, not lane by lane
         found: dict[tuple[str, str | None], list[Binding]] = {}
         for b in op.bindings():
             for c in suggest_for_binding(registry, op, b, seed):

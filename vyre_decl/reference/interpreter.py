@@ -52,16 +52,18 @@ from ..ir.signature import Binding
 from ..ir.types import DataType
 from ..registry import OpDef, Registry
 from .atomics import apply_rounds, apply_scan
+from .collective import COLLECTIVE_KERNELS, Lanes
 from .kernels import KERNELS, ufunc
 from .memory import to_storage, to_value
 
-__all__ = ["Compiler", "Frame", "check_deadline", "op_function", "StmtFn"]
+__all__ = ["Compiler", "Frame", "check_deadline", "op_function", "collective_function", "StmtFn"]
 
 Value = Any  # numpy array (one element per invocation) or numpy scalar (same for all)
 Mask = Any  # None (every invocation of the chunk) or a bool array
 ExprFn = Callable[["Frame", Mask], Value]
 StmtFn = Callable[["Frame", Mask], None]
 OpFn = Callable[[Sequence[Value]], Value]
+CollectiveFn = Callable[[Sequence[Value], Lanes], Value]  # a collective op: the args and the subgroups
 
 
 def _and(mask: Mask, other: Any) -> Any:
@@ -77,7 +79,7 @@ def _lane_wg(fr: Frame) -> np.ndarray:
 class Frame:
     """State of one chunk of invocations while it runs."""
 
-    __slots__ = ("n", "vars", "alive", "epoch", "mem", "counts", "lane_wg", "ids", "deadline", "ranges")
+    __slots__ = ("n", "vars", "alive", "epoch", "mem", "counts", "lane_wg", "ids", "deadline", "ranges", "subgroups")
 
     def __init__(self, n: int) -> None:
         self.n = n
@@ -92,15 +94,31 @@ class Frame:
         # id(array) -> s for index arrays that are exactly s, s + 1, ..., s + n - 1 (the global id
         # of a 1-D dispatch): a load or store through one is a slice, not a gather
         self.ranges: dict[int, int] = {}
+        # each invocation's slot in a (subgroups, SUBGROUP_SIZE) grid and the number of subgroups
+        # (reference/collective.py), set before a chunk of a program with collective ops runs
+        self.subgroups: tuple[np.ndarray, int] | None = None
+
+    def lanes(self, m: Mask) -> Lanes:
+        """The subgroups as a collective under mask ``m`` sees them: the present lanes are the
+        invocations running the statement that have not returned."""
+        assert self.subgroups is not None
+        present = m if self.alive is None else _and(m, self.alive)
+        return Lanes(self.subgroups[0], self.subgroups[1], None if present is None else np.broadcast_to(present, (self.n,)))
 
 
 class _Values:
-    """A minimal frame for evaluating an op's compose expression on its argument values."""
+    """A minimal frame for evaluating an op's compose expression on its argument values (and, for a
+    collective op, the subgroups of the invocations they belong to)."""
 
-    __slots__ = ("vars",)
+    __slots__ = ("vars", "lane_view")
 
-    def __init__(self, variables: dict[str, Value]) -> None:
+    def __init__(self, variables: dict[str, Value], lane_view: Lanes | None = None) -> None:
         self.vars = variables
+        self.lane_view = lane_view
+
+    def lanes(self, m: Mask) -> Lanes:
+        assert self.lane_view is not None, "a collective op evaluated outside a program"
+        return self.lane_view
 
 
 # ============================================================================ op functions
@@ -123,7 +141,31 @@ def op_function(registry: Registry, op: OpDef, binding: Binding, attrs: tuple[tu
 _OP_CACHE: weakref.WeakKeyDictionary[Registry, dict[tuple[Any, ...], OpFn]] = weakref.WeakKeyDictionary()
 
 
-def _make_op_function(registry: Registry, op: OpDef, binding: Binding, attrs: tuple[tuple[str, int], ...]) -> OpFn:
+def collective_function(registry: Registry, op: OpDef, binding: Binding,
+                        attrs: tuple[tuple[str, int], ...] = ()) -> CollectiveFn:
+    """A collective op (one with the collective trait, or a composition calling one) for ``binding``:
+    (args, subgroups) -> result, each lane's value computed from its subgroup's lanes."""
+    key = ("collective", op.id, binding, attrs)
+    cache: Any = _OP_CACHE.get(registry)
+    if cache is None:
+        cache = _OP_CACHE[registry] = {}
+    fn: Any = cache.get(key)
+    if fn is None:
+        ref = op.reference_for(binding)
+        if ref is not None:
+            kernel, out = COLLECTIVE_KERNELS[ref], op.output_type(binding)
+
+            def moved(args: Sequence[Value], lanes: Lanes) -> Value:
+                return kernel(args, lanes=lanes, out=out)
+
+            fn = cache[key] = moved
+        else:
+            fn = cache[key] = _make_op_function(registry, op, binding, attrs, collective=True)
+    return fn  # type: ignore[no-any-return]
+
+
+def _make_op_function(registry: Registry, op: OpDef, binding: Binding, attrs: tuple[tuple[str, int], ...],
+                      collective: bool = False) -> Any:
     out_type = op.output_type(binding)
     out_dtype = out_type.numpy_dtype
     attr_types = {a.name: a.dtype for a in op.signature.attrs}
@@ -157,8 +199,8 @@ def _make_op_function(registry: Registry, op: OpDef, binding: Binding, attrs: tu
         steps.append((name, fn))
     body, _ = compiler.expr(comp.result)
 
-    def via_compose(args: Sequence[Value]) -> Value:
-        frame = _Values(dict(zip(names, args)))
+    def via_compose(args: Sequence[Value], lanes: Lanes | None = None) -> Value:
+        frame = _Values(dict(zip(names, args)), lanes)
         frame.vars.update(consts)
         for name, fn in steps:
             frame.vars[name] = fn(frame, None)  # type: ignore[arg-type]
@@ -178,6 +220,8 @@ class Compiler:
         self.buffers = buffers
         self.types: dict[str, DataType] = dict(var_types)
         self.ids_used: set[tuple[IdKind, int]] = set()
+        self.collective: dict[str, bool] = {}  # op id -> whether it is collective (memo)
+        self.uses_collectives = False
 
     # --- expressions
     def expr(self, e: Expr) -> tuple[ExprFn, DataType]:
@@ -212,6 +256,12 @@ class Compiler:
         compiled = [self.expr(a) for a in e.args]
         fns = [f for f, _ in compiled]
         binding, out = op.signature.bind([t for _, t in compiled], dict(e.types))
+        if e.op not in self.collective:
+            self.collective[e.op] = self.registry.has_trait(e.op, "collective")
+        if self.collective[e.op]:  # structure: the subgroups of the running invocations
+            self.uses_collectives = True
+            group = collective_function(self.registry, op, binding, tuple((n, lit.bits) for n, lit in e.attrs))
+            return (lambda fr, m: group([f(fr, m) for f in fns], fr.lanes(m))), out
         impl = op_function(self.registry, op, binding, tuple((n, lit.bits) for n, lit in e.attrs))
         if len(fns) == 1:
             (a,) = fns

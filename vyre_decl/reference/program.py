@@ -12,6 +12,7 @@ import numpy as np
 
 from ..ir.nodes import Access, IdKind, Program
 from ..registry import Registry
+from .collective import subgroup_slots
 from .interpreter import Compiler, Frame, StmtFn, check_deadline
 
 __all__ = ["CompiledProgram", "compile_program", "CHUNK_INVOCATIONS"]
@@ -26,6 +27,7 @@ class CompiledProgram:
     program: Program
     body: StmtFn
     ids_used: frozenset[tuple[IdKind, int]]
+    collective: bool = False  # the program calls collective ops: chunks know their subgroups
 
     def run(
         self,
@@ -63,6 +65,8 @@ class CompiledProgram:
                         for b in shared:
                             fr.mem[b.name] = np.zeros(nwg * b.count, b.dtype.storage_dtype)
                             fr.counts[b.name] = b.count
+                    if self.collective:
+                        fr.subgroups = subgroup_slots(nwg, wg_size)
                     self._ids(fr, w0, grid, one_d)
                     self.body(fr, None)
 
@@ -111,4 +115,4 @@ def compile_program(program: Program, registry: Registry) -> CompiledProgram:
     buffers = {b.name: b for b in program.buffers}
     comp = Compiler(registry, buffers, {})
     body = comp.block(program.body)
-    return CompiledProgram(program, body, frozenset(comp.ids_used))
+    return CompiledProgram(program, body, frozenset(comp.ids_used), comp.uses_collectives)

@@ -27,6 +27,10 @@ __all__ = ["OpDef", "LawDef", "Kat", "DialectInfo", "Template", "Compose", "TRAI
 TRAITS: Final[Mapping[str, str]] = {
     "nan-bits": "the result depends on the payload or sign of a NaN operand; arithmetic leaves those bits open, so "
                 "a program that feeds the op a computed NaN may differ between backends",
+    "collective": "the result depends on the operands of every lane of the invocation's subgroup (docs/semantics.md, "
+                  "Subgroups): the op must be called in uniform control flow, its reference sees a subgroup at a time "
+                  "and its templates may use shfl/vote/match/redux .sync and the {lane} and {members} placeholders. "
+                  "A composite that calls such an op has the trait too, without saying so",
 }
 
 

@@ -27,9 +27,9 @@ from ..ir.walk import subexprs
 from .kats import kat_group
 from .laws import CATALOGUE, LawSyntaxError, law_fits, parse_law
 from .model import TRAITS, Compose, Kat, LawDef, OpDef, Template
-from .references import REFERENCES
+from .references import COLLECTIVE, REFERENCES
 from .sigtext import SignatureSyntaxError, parse_signature
-from .templates import ATOMIC_PLACEHOLDERS, BIT_REGISTERS, ParsedTemplate, TemplateError, instantiate, parse_template
+from .templates import ATOMIC_PLACEHOLDERS, BIT_REGISTERS, COLLECTIVE_PLACEHOLDERS, ParsedTemplate, TemplateError, instantiate, parse_template
 from .typesets import TypeSetError, parse_type_set, resolve_keyed
 
 __all__ = ["build_op", "ID_RE", "location", "MAX_BINDINGS"]
@@ -219,6 +219,7 @@ class _OpBuilder:
     def temps(self) -> dict[str, str] | None:
         temps = {}
         reserved = set(ATOMIC_PLACEHOLDERS) if self.sig.is_atomic else set()
+        reserved |= set(COLLECTIVE_PLACEHOLDERS) if self.collective else set()
         for name, t in (self.f.get("temps") or {}).items():
             if not is_identifier(name) or name in self.names or name in self.type_vars or name in reserved:
                 self.err("R022" if name in reserved else "R007", f"temps.{name}",
@@ -259,6 +260,12 @@ class _OpBuilder:
             if entry is None:
                 self.err("R012", fld, f"{name!r} is not a reference function",
                          f"use one of {', '.join(sorted(REFERENCES))}, or define the op with compose")
+                continue
+            if (entry[0] == COLLECTIVE) != self.collective:
+                self.err("R012", fld, f"{name} is {'a collective' if entry[0] == COLLECTIVE else 'not a collective'} "
+                         f"reference function, and the op {'does not declare' if self.collective else 'declares'} "
+                         "the collective trait", 'declare traits = ["collective"] exactly when the op moves values '
+                         "between the lanes of a subgroup")
                 continue
             m = dict(zip(self.type_vars, b))
             kinds = {self.sig.resolve(p.type, m).kind for p in self.sig.inputs}
@@ -330,7 +337,8 @@ class _OpBuilder:
                 try:
                     parsed[text] = parse_template(text, inputs=operands, attrs=frozenset(a.name for a in sig.attrs),
                                                   temps=frozenset(temps), result=result_name,
-                                                  type_vars=frozenset(self.type_vars), atomic=atomic)
+                                                  type_vars=frozenset(self.type_vars), atomic=atomic,
+                                                  collective=self.collective)
                 except TemplateError as exc:
                     parsed[text] = None
                     self.err(exc.code, fld, exc.message, exc.fix)
@@ -421,6 +429,11 @@ class _OpBuilder:
                     continue
                 laws.append(law)
         return tuple(laws)
+
+    @property
+    def collective(self) -> bool:
+        """Whether the op declares the collective trait (its templates may talk to other lanes)."""
+        return "collective" in (self.f.get("traits") or [])
 
     def traits(self) -> frozenset[str]:
         names = self.f.get("traits") or []

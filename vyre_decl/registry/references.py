@@ -12,10 +12,13 @@ from __future__ import annotations
 
 from typing import Final, Mapping
 
-__all__ = ["REFERENCES", "UFUNC", "KERNEL"]
+__all__ = ["REFERENCES", "UFUNC", "KERNEL", "COLLECTIVE"]
 
 UFUNC: Final = "ufunc"
 KERNEL: Final = "kernel"
+# data movement between the lanes of a subgroup (docs/semantics.md, "Subgroups"): the kernel sees the
+# values of every lane of each subgroup at once; only an op with the "collective" trait may name one
+COLLECTIVE: Final = "collective"
 
 _ALL = frozenset({"bool", "uint", "int", "float"})
 _NUM = frozenset({"uint", "int", "float"})
@@ -41,4 +44,7 @@ REFERENCES: Final[Mapping[str, tuple[str, frozenset[str]]]] = {
     "bitcast": (KERNEL, _NUM),
     "mulhi": (KERNEL, _INT),
     "fma": (KERNEL, _FLOAT),
+    "lane_id": (COLLECTIVE, _ALL),
+    "lane_shuffle": (COLLECTIVE, _ALL),
+    "lane_ballot": (COLLECTIVE, _BOOL),
 }

@@ -33,6 +33,8 @@ from .model import Template
 
 __all__ = [
     "ATOMIC_PLACEHOLDERS",
+    "COLLECTIVE_PLACEHOLDERS",
+    "COLLECTIVE_OPCODES",
     "BIT_REGISTERS",
     "PTX_TYPE",
     "PTX_BITS",
@@ -50,6 +52,13 @@ __all__ = [
 # Placeholders the emitter fills in atomic templates: the element address (u64, or u32 in shared
 # memory), the state space (.global / .shared) and the old value, which is the result.
 ATOMIC_PLACEHOLDERS: Final = ("addr", "space", "old")
+
+# Placeholders the emitter fills in the templates of collective ops (trait "collective"): the
+# invocation's lane in its subgroup (u32) and the mask of the subgroup's present lanes (b32: the
+# lanes that have not returned), the membermask of every shfl/vote/match/redux .sync it uses.
+COLLECTIVE_PLACEHOLDERS: Final = ("lane", "members")
+# what a collective op's template may use beyond ALLOWED_OPCODES
+COLLECTIVE_OPCODES: Final = frozenset(("shfl", "vote", "match", "redux"))
 
 # Untyped PTX registers a template may declare as temporaries, for instructions whose operands are
 # bit types only (cvt.rn.f16x2.f32 writes a .b32): temps = { t = "b32" }.
@@ -92,7 +101,8 @@ _REFUSED: Final = {
                     "touches memory; only an atomic op's atom instruction may, through [{addr}]"),
     **dict.fromkeys(("bar", "barrier", "membar", "fence", "mbarrier", "vote", "shfl", "match", "redux",
                      "activemask", "elect", "nanosleep", "pmevent", "griddepcontrol", "setmaxnreg"),
-                    "synchronises or talks to other threads"),
+                    "synchronises or talks to other threads (shfl, vote, match and redux .sync only in the "
+                    "templates of an op with the collective trait)"),
 }
 
 _STATE_SPACES: Final = (".global", ".shared", ".local", ".param", ".const", ".tex", ".cluster")
@@ -105,7 +115,7 @@ _OPCODE_TEXT_RE: Final = re.compile(r"[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)*\Z")
 # Instructions newer than the oldest target we emit for (sm_75), by a fragment of the filled
 # opcode, with the compute capability that brought them (PTX ISA, "Target ISA notes"). On an
 # older target the emitter inlines the op's compose definition instead of such a template.
-NEEDS_SM: Final = ((".bf16", 80), (".f16x2.f32", 80))
+NEEDS_SM: Final = ((".bf16", 80), (".f16x2.f32", 80), ("redux.sync", 80))
 
 
 class TemplateError(ValueError):
@@ -135,6 +145,7 @@ class Instr:
 class ParsedTemplate:
     text: str
     instrs: tuple[Instr, ...]
+    collective: bool = False
 
 
 def immediate(dtype: DataType, bits: int) -> str:
@@ -215,9 +226,13 @@ def parse_template(
     result: str,
     type_vars: frozenset[str],
     atomic: bool,
+    collective: bool = False,
 ) -> ParsedTemplate:
-    """Parse and check one template; raises TemplateError with the R-code of the first problem."""
+    """Parse and check one template; raises TemplateError with the R-code of the first problem.
+    ``collective``: the op has the collective trait, so shfl/vote/match/redux and the placeholders
+    {lane} and {members} are allowed."""
     extra = frozenset(ATOMIC_PLACEHOLDERS) if atomic else frozenset()
+    extra |= frozenset(COLLECTIVE_PLACEHOLDERS) if collective else frozenset()
     names = inputs | attrs | temps | {result} | extra
     written: set[str] = set()
     instrs = []
@@ -236,7 +251,7 @@ def parse_template(
             guard = (m.group(1) == "!", ref.name)
             stmt = stmt[m.end():]
         head, _, rest = stmt.partition(" ")
-        opcode = _opcode(head, type_vars, names, where, atomic)
+        opcode = _opcode(head, type_vars, names, where, atomic, collective)
         operands = _operands(rest, type_vars, names, where, atomic, opcode)
         dest = operands[0][1] if operands else None
         if not isinstance(dest, Ref) or operands[0][0] != "reg" or dest.name not in temps | {result}:
@@ -258,7 +273,7 @@ def parse_template(
             raise TemplateError("R026", f"an atomic op's template has exactly one unguarded atom instruction, which "
                                 f"writes {{{result}}} (this one has {len(atoms)})",
                                 "write atom{space}.op.type {old}, [{addr}], {value}; once")
-    return ParsedTemplate(text, tuple(instrs))
+    return ParsedTemplate(text, tuple(instrs), collective)
 
 
 def _check_read(name: str, written: set[str], given: frozenset[str], result: str, where: str) -> None:
@@ -268,7 +283,7 @@ def _check_read(name: str, written: set[str], given: frozenset[str], result: str
 
 
 def _opcode(head: str, type_vars: frozenset[str], names: frozenset[str], where: str,
-            atomic: bool) -> tuple[str | Ref, ...]:
+            atomic: bool, collective: bool = False) -> tuple[str | Ref, ...]:
     if head.startswith(".") or head.endswith(":") or not head:
         what = "a directive" if head.startswith(".") else "a label" if head.endswith(":") else "nothing"
         raise TemplateError("R024", f"{where} is {what}, not an instruction",
@@ -279,7 +294,7 @@ def _opcode(head: str, type_vars: frozenset[str], names: frozenset[str], where: 
     if base is None or not isinstance(first, str):
         raise TemplateError("R024", f"{where} does not start with an opcode", "write opcode.modifiers operands;")
     name = base.group()
-    _check_opcode_name(name, where, atomic)
+    _check_opcode_name(name, where, atomic, collective)
     rest: list[str | Ref] = [first[base.end():], *pieces[1:]]
     for i, p in enumerate(rest):
         if isinstance(p, Ref):
@@ -300,8 +315,8 @@ def _opcode(head: str, type_vars: frozenset[str], names: frozenset[str], where: 
     return tuple(pieces)
 
 
-def _check_opcode_name(name: str, where: str, atomic: bool) -> None:
-    if name == "atom" and atomic:
+def _check_opcode_name(name: str, where: str, atomic: bool, collective: bool = False) -> None:
+    if name == "atom" and atomic or name in COLLECTIVE_OPCODES and collective:
         return
     if name not in ALLOWED_OPCODES:
         why = _REFUSED.get(name, "is not an arithmetic, logic, comparison, move or conversion instruction")
@@ -375,7 +390,7 @@ def instantiate(parsed: ParsedTemplate, binding: Mapping[str, DataType],
                                 "check the type placeholders in the opcode")
         base = opcode.split(".", 1)[0].split("{", 1)[0]
         if base != "atom":  # the parser allowed atom only in atomic ops; check the rest once more as filled
-            _check_opcode_name(base, f"the opcode {opcode!r} for {_show(binding)}", False)
+            _check_opcode_name(base, f"the opcode {opcode!r} for {_show(binding)}", False, parsed.collective)
         min_sm = max([min_sm] + [sm for fragment, sm in NEEDS_SM if fragment in opcode])
         head, sep, tail = opcode.partition("{space}")
         literal(head)

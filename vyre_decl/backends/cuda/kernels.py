@@ -80,7 +80,7 @@ class KernelCache:
         if text is not None:
             counters["ptx_disk_hits"] += 1
             module = PtxModule(text.decode(), kernel_abi(program), target, EMITTER_CONTRACT, program.content_hash(),
-                               vector_entry(program))
+                               vector_entry(program, reg))
         else:
             module = emit(program, reg, target, validated=True)
             self._ptx_disk.put(key, module.text.encode())
