@@ -282,8 +282,9 @@ from hypothesis import strategies as st  # noqa: E402
 from vyre_decl.routines.loader import load_routine_files, standard_routines_dir  # noqa: E402
 
 REDUCE = (standard_routines_dir() / "reduce.routines.toml").read_text()
-PIECES = ["[", "]", "{", "}", "=", ",", '"', "'''", "\n", "$", "$combine", "T.$identity", "like = ", "[[routine]]",
-          "[kernel.x]", "repeat", "-1", "1.5", "9" * 40, "nan", "inf", "true", "u32", "T", "gid.x", "//", "% 0",
+PIECES = ["[", "]", "{", "}", "=", ",", '"', "'''", "\n", "$", "$combine", "T.$identity", "class = ", "[[routine]]",
+          "[kernel.x]", "[class.fold]", '"fold"', "like = ", "repeat", "-1", "1.5", "9" * 40, "nan", "inf", "true",
+          "u32", "T", "gid.x", "//", "% 0",
           "primitive.atomic.add", "primitive.math.sqdiff", "reduce.blocks", "steps", "kat", "\x00", "é", "\\"]
 
 

@@ -39,7 +39,7 @@ def _cases():
 def test_standard_routines_load_cleanly():
     assert routine_diagnostics() == []
     assert {"reduce.sum", "reduce.min", "reduce.max", "reduce.prod", "reduce.and", "reduce.or", "reduce.xor"} <= set(routines())
-    assert routines()["reduce.min"].steps == routines()["reduce.sum"].steps  # taken with like = "reduce.sum"
+    assert routines()["reduce.min"].steps == routines()["reduce.sum"].steps  # both take them from [class.fold]
 
 
 @pytest.mark.parametrize("rid,binding", list(_cases()))
@@ -191,7 +191,7 @@ BAD = [
     ("U008", 'buffers = { x = "in T[]", out = "temp T[1]" }'),
     ("U006", 'types = { T = "float128" }'),
     ("U005", 'id = "other.prod"'),
-    ("U005", 'with = { combine = "primitive.math.mul" }\nlike = "mine.nothing"'),
+    ("U005", 'with = { combine = "primitive.math.mul" }\nclass = "nothing"'),
     ("U010", 'steps = [{ repeat = "2" }]'),
     ("U009", 'steps = [{ repeat = "bits(Q)", steps = [{ kernel = "one", args = ["x", "out"], grid = "1" }] }]'),
     ("U006", 'types = { t = "int" }'),

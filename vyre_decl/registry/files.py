@@ -19,6 +19,7 @@ from .sources import MAX_FILE_BYTES, TomlProblem, parse_toml, read_bytes
 from .model import DialectInfo, OpDef
 from ..ir.compose import ComposeBudget
 from .opbuild import ID_RE, build_op, location
+from .classes import class_problems, with_class
 from .schema import check_shape
 
 __all__ = ["FileResult", "read_op_file", "semver_key"]
@@ -104,19 +105,13 @@ def _read(res: FileResult, data: bytes | OSError) -> None:
                   "write MAJOR.MINOR.PATCH without leading zeros, e.g. 1.0.0")
     res.dialect = DialectInfo(name, version, d.get("summary", ""), tuple(d.get("requires", ())), path)
     classes: dict[str, dict[str, Any]] = raw.get("class", {})
-    for cname in classes:
-        if not re.fullmatch(r"[a-z_][a-z0-9_]*", cname):
-            res.error("R028", f"bad class name {cname!r}", f"class.{cname}", "use a lowercase identifier")
     ops = raw.get("op", [])
     if len(ops) > MAX_OPS_PER_FILE:
         res.error("R015", f"the file declares {len(ops)} ops; a file may declare at most {MAX_OPS_PER_FILE}", None,
                   "split the dialect into several files")
         return
-    used = {op.get("class") for op in ops}
-    for cname in classes:
-        if cname not in used:
-            res.error("R028", f"class {cname!r} is used by no op, so nothing checks it", f"class.{cname}",
-                      "remove it or give an op class = \"" + cname + "\"")
+    for op_id, fld, message, fix in class_problems(classes, ops, "op"):
+        res.error("R028", message, fld, fix or "see docs/ops-format.md", op_id)
     seen: set[str] = set()
     bindings = 0
     budget = ComposeBudget()  # the compose work of the whole file, every binding of every op (R037)
@@ -126,14 +121,10 @@ def _read(res: FileResult, data: bytes | OSError) -> None:
             res.error("R004", f"op {op_id!r} is declared twice in this file", "id", "remove or rename one of them", op_id)
             continue
         seen.add(op_id)
-        fields = {k: v for k, v in op.items() if k not in ("id", "class")}
-        cname = op.get("class")
-        if cname is not None:
-            if cname not in classes:
-                res.error("R028", f"unknown class {cname!r}", "class",
-                          f"define [class.{cname}] in this file or use one of {', '.join(classes) or '(none)'}", op_id)
-                continue
-            fields = {**classes[cname], **fields}
+        merged = with_class(op, classes)
+        if merged is None:  # an unknown class: class_problems reported it
+            continue
+        fields = merged[0]
         built = build_op(fields, op_id, name, path, res.diags, budget)
         if built is not None:
             res.ops[op_id] = built

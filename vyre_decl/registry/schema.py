@@ -31,8 +31,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final, Mapping
 
-__all__ = ["Key", "DIALECT_KEYS", "OP_KEYS", "OP_ONLY_KEYS", "V1_KEYS", "Problem", "check_table", "check_shape",
-           "pydantic_fields", "pydantic_models", "json_schema"]
+__all__ = ["Key", "DIALECT_KEYS", "OP_KEYS", "OP_ONLY_KEYS", "V1_KEYS", "Problem", "check_table", "check_classes",
+           "check_shape", "pydantic_fields", "pydantic_models", "json_schema"]
 
 
 @dataclass(frozen=True)
@@ -82,6 +82,12 @@ V1_KEYS: Final = {
     "type_vars": 'write types = { T = "numeric" } (type sets may name groups)',
     "tolerance_ulp": "write ulp = { f32 = 1 }",
 }
+_V1_FIXES: Final = {k: f"this looks like op format v1; {v}" for k, v in V1_KEYS.items()}
+# the fixes for keys a class table cannot hold (registry/classes.py)
+_CLASS_FIXES: Final = {
+    "id": "a class has no id: write the id in each entry that names the class",
+    "class": "a class cannot take another class's keys: write the keys in this class",
+}
 _KIND_TEXT: Final = {
     "str": "a string", "int": "an integer", "list[str]": "a list of strings", "map[str]": "a table of strings",
     "map[int]": "a table of integers", "str|table": "a string or a table", "list|table": "a list or a table",
@@ -111,16 +117,17 @@ Problem = tuple[str | None, str, str, str | None]  # (op id, field path, message
 
 
 def check_table(value: Mapping[str, Any], keys: Mapping[str, Key], where: str, owner: str | None, out: list[Problem],
-                doc: str = "docs/ops-format.md", renamed: Mapping[str, str] = V1_KEYS) -> None:
+                doc: str = "docs/ops-format.md", renamed: Mapping[str, str] = _V1_FIXES) -> None:
     """Every missing required key, unknown key and value of the wrong kind of one table, as
-    problems ``(owner, where + key, message, fix)`` (the schema of op and routine files alike)."""
+    problems ``(owner, where + key, message, fix)`` (the schema of op and routine files alike);
+    ``renamed``: the fix for an unknown key that another spelling replaces."""
     for name, key in keys.items():
         if key.required and name not in value:
             out.append((owner, f"{where}{name}", f"missing key {name!r}", f"add {name} = ..."))
     for name, v in value.items():
         found = keys.get(name)
         if found is None:
-            fix = f"this looks like op format v1; {renamed[name]}" if name in renamed else \
+            fix = renamed[name] if name in renamed else \
                 f"remove it (known keys: {', '.join(keys)}; see {doc})"
             out.append((owner, f"{where}{name}", f"unknown key {name!r}", fix))
         elif not _is(found.kind, v):
@@ -129,6 +136,19 @@ def check_table(value: Mapping[str, Any], keys: Mapping[str, Key], where: str, o
 
 
 _table = check_table
+
+
+def check_classes(raw: Mapping[str, Any], keys: Mapping[str, Key], out: list[Problem], doc: str = "docs/ops-format.md",
+                  renamed: Mapping[str, str] = _V1_FIXES) -> None:
+    """The shape of a file's ``[class.NAME]`` tables: each holds ``keys``, an entry's keys but
+    ``id`` and ``class`` (what a class means: ``classes.py``)."""
+    classes = raw.get("class", {})
+    if not isinstance(classes, dict) or not all(isinstance(c, dict) for c in classes.values()):
+        out.append((None, "class", "class must hold [class.NAME] tables", "write [class.NAME] tables of the keys "
+                    "entries share, and class = \"NAME\" in each entry"))
+        return
+    for cname, cls in classes.items():
+        check_table(cls, keys, f"class.{cname}.", None, out, doc, {**renamed, **_CLASS_FIXES})
 
 
 def check_shape(raw: Mapping[str, Any]) -> list[Problem]:
@@ -142,12 +162,7 @@ def check_shape(raw: Mapping[str, Any]) -> list[Problem]:
         out.append((None, "dialect", "the file has no [dialect] table", "add [dialect] with name and version"))
     else:
         _table(dialect, DIALECT_KEYS, "dialect.", None, out)
-    classes = raw.get("class", {})
-    if not isinstance(classes, dict) or not all(isinstance(c, dict) for c in classes.values()):
-        out.append((None, "class", "class must hold [class.NAME] tables", "write [class.NAME] tables of op keys"))
-    else:
-        for cname, cls in classes.items():
-            _table(cls, OP_KEYS, f"class.{cname}.", None, out)
+    check_classes(raw, OP_KEYS, out)
     ops = raw.get("op", [])
     if not isinstance(ops, list) or not all(isinstance(o, dict) for o in ops):
         out.append((None, "op", "op must be an array of [[op]] tables", "write each op as an [[op]] table"))

@@ -1,12 +1,14 @@
-"""Building the routines of one routine file from its checked shape: ``like``, types, buffers, steps, known answers.
+"""Building the routines of one routine file from its checked shape: classes, types, buffers, steps, known answers.
 
 ``schema.py`` has checked every key and the kind of every value, so this reads what the values
 mean, each part on its own: type sets, attributes, ``with`` values (one name each, and at load
 held against where each kernel uses the parameter and against the registry: ``params.py``),
 buffer declarations and their sizes, conditions, steps (``steps.py``), the conformance sample
-and the known answers (``kats.py``). ``like = "<id>"`` takes the keys of ``INHERITED`` from an
-earlier routine of the file (``with`` merges; ``then`` appends steps). Every problem is a
-diagnostic naming the file, the routine and the field; a routine with any problem is not built.
+and the known answers (``kats.py``). A routine with ``class = "NAME"`` takes the keys of
+``[class.NAME]`` that it does not give itself, by the op files' rule (``registry/classes.py``: a
+key it gives replaces the class's whole); ``then`` appends steps to ``steps``. Every problem is a
+diagnostic naming the file, the routine and the field (and the class, when the value is the
+class's); a routine with any problem is not built.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from ..ir.diagnostics import Diagnostic
 from ..ir.lexer import PARAM_VALUE_RE
 from ..ir.types import DataType
 from ..registry import Registry
+from ..registry.classes import with_class
 from ..registry.typesets import TypeSetError, parse_type_set
 from .kats import parse_kats
 from .model import BufferSpec, KernelDef, Role, RoutineDef
@@ -27,13 +30,11 @@ from .params import check_value
 from .sizes import SizeError, SizeExpr, parse_size
 from .steps import PARAM_NAME, TYPE_VAR, StepReader
 
-__all__ = ["build_routines", "where", "INHERITED", "MAX_BINDINGS"]
+__all__ = ["build_routines", "where", "MAX_BINDINGS"]
 
 ID: Final = re.compile(r"[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+\Z")
 BUFFER: Final = re.compile(r"\s*(in|out|temp|const)\s+([A-Za-z][A-Za-z0-9]*)\s*\[(.*)\]\s*\Z", re.S)
 CONST_TYPES: Final = ("u32", "u64")
-# what `like = "<id>"` takes from an earlier routine of the file unless the routine gives it
-INHERITED: Final = ("types", "attrs", "with", "buffers", "require", "steps", "sample", "written")
 MAX_BINDINGS: Final = 256  # type combinations of one routine
 MAX_BUFFERS: Final = 64
 _TYPES: Final = frozenset(t.value for t in DataType)
@@ -44,48 +45,44 @@ def where(path: Path | str, rid: str | None = None, fld: str | None = None) -> s
     return f"{path}" + (f" [routine {rid}]" if rid else "") + (f" {fld}" if fld else "")
 
 
-def _expand(raw: list[dict[str, Any]], report: Any) -> list[tuple[dict[str, Any], frozenset[str]]]:
-    """Each routine with what ``like`` gives it merged in, and the ``with`` keys it gives itself."""
-    seen: dict[str, dict[str, Any]] = {}
+def _expand(raw: list[dict[str, Any]], classes: Mapping[str, Mapping[str, Any]],
+            report: Any) -> list[tuple[dict[str, Any], str | None, frozenset[str]]]:
+    """Each routine with its class's keys under its own (``registry/classes.py``, the op files'
+    rule), ``then`` appended to ``steps``; with its class and the keys taken from the class."""
     out = []
     for r in raw:
-        own_with = frozenset(r.get("with") or {})
-        if "like" in r:
-            base = seen.get(r["like"])
-            if base is None:
-                report("U005", r.get("id"), "like", f"like = {r['like']!r} names no earlier routine of this file",
-                       f"use one of {', '.join(sorted(seen)) or 'none'} (declared above it)")
-                continue
-            merged: dict[str, Any] = {k: base[k] for k in INHERITED if k in base}
-            merged.update((k, v) for k, v in r.items() if k != "like")
-            merged["with"] = {**(base.get("with") or {}), **(r.get("with") or {})}
-            r = merged
-        if "then" in r:  # steps run after the (inherited) steps
-            r = {**{k: v for k, v in r.items() if k != "then"}, "steps": [*(r.get("steps") or []), *r["then"]]}
-        if isinstance(r.get("id"), str):
-            seen[r["id"]] = r
-        out.append((r, own_with))
+        rid = r.get("id")
+        merged = with_class(r, classes)
+        if merged is None:  # files.py rejects a file with an unknown class before it is built
+            report("U021", rid, "class", f"unknown class {str(r.get('class'))[:60]!r}", "this is a loader bug worth reporting")
+            continue
+        fields, taken = merged
+        if "then" in fields:  # steps run after the steps (the routine's or its class's)
+            then = fields.pop("then")
+            fields["steps"] = [*(fields.get("steps") or []), *then]
+        out.append(({"id": rid, **fields}, r.get("class"), taken))
     return out
 
 
 def build_routines(raw: list[dict[str, Any]], family: str, path: Path, kernels: Mapping[str, KernelDef],
-                   registry: Registry, diags: list[Diagnostic]) -> list[RoutineDef]:
-    """The routines of a file (``raw``: its [[routine]] tables, shape checked); problems go to
-    ``diags``. ``kernels``: the kernels a step may name (the file's, and ``family.kernel`` of
-    accepted files)."""
+                   registry: Registry, diags: list[Diagnostic],
+                   classes: Mapping[str, Mapping[str, Any]] | None = None) -> list[RoutineDef]:
+    """The routines of a file (``raw``: its [[routine]] tables, ``classes``: its [class.NAME]
+    tables, shape checked); problems go to ``diags``. ``kernels``: the kernels a step may name
+    (the file's, and ``family.kernel`` of accepted files)."""
 
     def report(code: str, rid: str | None, fld: str, message: str, fix: str) -> None:
         diags.append(Diagnostic(code, message, where(path, rid, fld), fix))
 
     ids: set[str] = set()
     out = []
-    for r, own_with in _expand(raw, report):
+    for r, cname, taken in _expand(raw, classes or {}, report):
         rid = r["id"]
         if rid in ids:
             report("U003", rid, "id", f"routine {rid!r} is defined twice in this file", "give the routine another id")
             continue
         ids.add(rid)
-        built = _Builder(r, family, path, kernels, registry, report).build(own_with)
+        built = _Builder(r, family, path, kernels, registry, report, (cname, taken)).build()
         if built is not None:
             out.append(built)
     return out
@@ -95,17 +92,21 @@ class _Builder:
     """One routine: each part read by its own method; ``ok`` turns false at the first problem."""
 
     def __init__(self, r: Mapping[str, Any], family: str, path: Path, kernels: Mapping[str, KernelDef],
-                 registry: Registry, report: Any) -> None:
+                 registry: Registry, report: Any, origin: tuple[str | None, frozenset[str]] = (None, frozenset())) -> None:
         self.r, self.family, self.path, self.kernels, self.registry = r, family, path, kernels, registry
         self.rid: str = r["id"]
         self._report = report
+        self.origin = origin  # the routine's class and the keys taken from it
         self.ok = True
 
     def bad(self, code: str, fld: str, message: str, fix: str) -> None:
+        cname, taken = self.origin
+        if re.split(r"[.\[]", fld, maxsplit=1)[0] in taken:  # a value the routine takes from its class
+            message = f"{message} (given by [class.{cname}])"
         self._report(code, self.rid, fld, message, fix)
         self.ok = False
 
-    def build(self, own_with: frozenset[str]) -> RoutineDef | None:
+    def build(self) -> RoutineDef | None:
         r, rid = self.r, self.rid
         if not ID.match(rid) or not rid.startswith(self.family + "."):
             self.bad("U005", "id", f"bad routine id {rid!r}", f"give an id in the family, e.g. \"{self.family}.sum\"")
@@ -135,7 +136,7 @@ class _Builder:
         used = {step.kernel: self.kernels[step.kernel] for step in _walk(steps)}
         routine = RoutineDef(rid, r.get("summary", ""), r.get("doc", ""), types, params, tuple(specs), steps, kats, used,
                              str(self.path), tuple(attrs), requires, sample, frozenset(written))
-        self.check_params(routine, own_with)
+        self.check_params(routine)
         return routine if self.ok else None
 
     def types(self) -> dict[str, tuple[DataType, ...]] | None:
@@ -261,9 +262,9 @@ class _Builder:
                 return None
         return out
 
-    def check_params(self, routine: RoutineDef, own_with: frozenset[str]) -> None:
+    def check_params(self, routine: RoutineDef) -> None:
         """Every parameter value held against where its kernel uses it and against the registry;
-        a ``with`` key the routine gives that none of its kernels takes is an error too."""
+        a ``with`` key that none of the routine's kernels takes is an error too."""
         taken: set[str] = set()
         for step in routine.all_steps():
             kernel = routine.kernels[step.kernel]
@@ -277,7 +278,7 @@ class _Builder:
                     fld = f"{step.where}.with.{name}" if name in overrides else f"with.{name}"
                     self.bad("U007", fld, f"{fld} = {value!r} for kernel {kernel.qualified}: {problem[0]}", problem[1])
                     return
-        stray = sorted(own_with - taken)
+        stray = sorted(set(routine.params) - taken)
         if stray:
             self.bad("U007", f"with.{stray[0]}", f"no kernel of the routine's steps has the parameter {stray[0]!r}",
                      f"remove it, or use a parameter of the kernels: {', '.join(sorted(taken)) or 'none'}")

@@ -1,11 +1,12 @@
-"""Reading one routine file on its own: bytes, TOML, schema, the family, and its kernels.
+"""Reading one routine file on its own: bytes, TOML, schema, the family, its classes and its kernels.
 
 Whatever the file holds — a FIFO or device under a routine file's name, bytes past the size
 limit, bad UTF-8 or TOML, integers of thousands of digits, arrays nested thousands deep, values
 of the wrong kind anywhere — becomes a diagnostic of this file (``problems``), never an exception
 (the TOML reading and size cap are the op loader's own: ``registry/sources.py``). Schema
 problems get the code of the part they are in (U002 the file and ``[family]``, U004 a kernel,
-U005 a routine key, U006 to U011, U016 and U018 the routine's fields). A kernel's ``$name``
+U005 a routine key or a class, U006 to U011, U016 and U018 the routine's fields, in a routine or
+in a ``[class.NAME]`` table); so do the classes' own problems (``registry/classes.py``: U005). A kernel's ``$name``
 parameters are found here, with where each is used (``params.py``): every parameter declared,
 every declared one used, none used as two kinds of thing.
 """
@@ -19,6 +20,7 @@ from typing import Any, Final
 
 from ..ir.diagnostics import Diagnostic
 from ..ir.lexer import ParseError
+from ..registry.classes import class_problems
 from ..registry.files import semver_key
 from ..registry.sources import MAX_FILE_BYTES, TomlProblem, parse_toml, read_bytes
 from .build import where
@@ -39,13 +41,14 @@ _STEP_CODES: Final = {"types": "U006", "with": "U007", "grid": "U009", "repeat":
 
 @dataclass
 class RoutineFile:
-    """One routine file read on its own: its family, kernels and raw routine tables (shape
-    checked), and its problems so far (any problem rejects the file)."""
+    """One routine file read on its own: its family, kernels, class tables and raw routine tables
+    (shape checked), and its problems so far (any problem rejects the file)."""
 
     path: Path
     family: str = ""
     kernels: dict[str, KernelDef] = field(default_factory=dict)
     raw_routines: list[dict[str, Any]] = field(default_factory=list)
+    classes: dict[str, dict[str, Any]] = field(default_factory=dict)  # the [class.NAME] tables (shape checked)
     problems: list[Diagnostic] = field(default_factory=list)
 
     def bad(self, code: str, message: str, fix: str, rid: str | None = None, fld: str | None = None) -> None:
@@ -65,6 +68,8 @@ def read_routine_file(path: Path, data: bytes | OSError | None = None) -> Routin
 
 
 def _code(rid: str | None, fld: str) -> str:
+    if fld == "class" or fld.startswith("class."):  # a class table, or a routine's class: U005; a class's key: its field's
+        return _code("", fld.split(".", 2)[2]) if fld.count(".") >= 2 else "U005"
     if rid is None and not fld.startswith("routine["):
         return "U004" if fld.startswith("kernel") else "U002"
     path = re.sub(r"\Aroutine\[\d+\]\.", "", fld)
@@ -102,7 +107,12 @@ def _read(f: RoutineFile, data: bytes | OSError) -> None:
         f.bad("U002", f"a file has at most {MAX_KERNELS} kernels and {MAX_ROUTINES} routines", "split the file")
     if f.problems:
         return
+    for rid, fld, message, fix in class_problems(doc.get("class", {}), routines, "routine"):
+        f.bad("U005", message, fix or "see docs/routines.md", rid, fld)
+    if f.problems:
+        return
     f.family = family["name"]
+    f.classes = doc.get("class", {})
     text = data.decode("utf-8")
     for name, k in kernels.items():
         kernel = _kernel(f, name, k, text)

@@ -122,7 +122,7 @@ def _judge(f: RoutineFile, shared: dict[str, KernelDef], gone: dict[str, str],
     diags: list[Diagnostic] = []
     try:
         kernels = {**shared, **f.kernels}
-        routines = build_routines(f.raw_routines, f.family, f.path, kernels, registry, diags)
+        routines = build_routines(f.raw_routines, f.family, f.path, kernels, registry, diags, f.classes)
         diags[:] = [_gone(d, gone) for d in diags]
         if not diags:
             diags.extend(_check_kernels(routines, registry))

@@ -1,7 +1,8 @@
 """The routine file format (``*.routines.toml``): its keys, declared once, checked fast, exported as JSON Schema.
 
 The tables below are the schema, in the op format's machinery (``registry/schema.py``: ``Key``,
-``check_table``, the pydantic export), so both kinds of file are checked the same way: unknown
+``check_table``, ``check_classes``, the pydantic export), so both kinds of file are checked the
+same way, ``[class.NAME]`` tables included (any routine key but ``id`` and ``class``): unknown
 keys and values of the wrong kind are errors naming the field, before anything is built from the
 file. What a shape cannot express (type sets that exist, sizes that parse, kernels that validate,
 known answers that fit their types, ...) is checked by ``build.py`` and ``loader.py``.
@@ -12,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any, Final, Mapping
 
-from ..registry.schema import Key, Problem, check_table, pydantic_fields
+from ..registry.schema import Key, Problem, check_classes, check_table, pydantic_fields
 
-__all__ = ["FAMILY_KEYS", "KERNEL_KEYS", "ROUTINE_KEYS", "STEP_KEYS", "REPEAT_KEYS", "check_routine_shape",
+__all__ = ["FAMILY_KEYS", "KERNEL_KEYS", "ROUTINE_KEYS", "ROUTINE_ONLY_KEYS", "STEP_KEYS", "REPEAT_KEYS", "check_routine_shape",
            "check_steps_shape", "json_schema", "MAX_REPEAT_NESTING"]
 
 DOC: Final = "docs/routines.md"
@@ -30,22 +31,26 @@ KERNEL_KEYS: Final[Mapping[str, Key]] = {
     "params": Key("list[str]", "the $name parameters of the source, given by each routine's with"),
     "source": Key("str", "one program in the text form (docs/text-form.md)", True),
 }
+# keys of a routine, which a [class.NAME] table may also give
 ROUTINE_KEYS: Final[Mapping[str, Key]] = {
-    "id": Key("str", "the routine id: the family name, a dot, the routine's name", True),
     "summary": Key("str", "what the routine computes, including empty inputs, NaNs and ties"),
     "doc": Key("str", "longer documentation"),
-    "like": Key("str", "an earlier routine of the file whose types, attrs, with, buffers, require, steps, sample "
-                "and written this one takes unless it gives them (with merges)"),
     "types": Key("map[str]", 'type variable -> type set, e.g. { T = "numeric" }'),
     "attrs": Key("list[str]", "integer attributes a caller gives by keyword"),
     "with": Key("map[str]", "kernel parameter -> an op id, an element, a type, true or false"),
     "buffers": Key("map[str]", 'name -> "in T[]", "out T[size]", "temp T[size]" or "const u32[e1, ...]"'),
     "require": Key("list[str]", "conditions on lengths and attributes checked before any launch"),
     "steps": Key("list[table]", "the launches in order: { kernel, args, grid } or { repeat, steps }"),
-    "then": Key("list[table]", "steps appended to the ones taken with like"),
+    "then": Key("list[table]", "steps run after those of steps (the routine's or its class's)"),
     "sample": Key("map[str]", "conformance: input lengths and attributes as size expressions of N"),
     "written": Key("list[str]", "outputs and temporaries the steps fill before reading them"),
     "kat": Key("list|table", "known answers [inputs..., outputs...] or { in, attrs, out }, or type-keyed"),
+}
+# a [[routine]] table: its id and class, and every key a [class.NAME] table may give it too
+ROUTINE_ONLY_KEYS: Final[Mapping[str, Key]] = {
+    "id": Key("str", "the routine id: the family name, a dot, the routine's name", True),
+    "class": Key("str", "a [class.NAME] table of this file whose keys the routine takes unless it gives them (a key "
+                 "it gives replaces the class's whole)"),
 }
 STEP_KEYS: Final[Mapping[str, Key]] = {
     "kernel": Key("str", "a kernel of the file, or family.kernel of another file", True),
@@ -58,7 +63,10 @@ REPEAT_KEYS: Final[Mapping[str, Key]] = {
     "repeat": Key("str", "how many times the steps run in a row (a size expression)", True),
     "steps": Key("list[table]", "the steps repeated", True),
 }
-_RENAMED: Final = {"class": "routine files share with like = \"<an earlier routine's id>\""}
+# `like = "<an earlier routine's id>"` was the routine files' own way to share keys; classes replace it
+_RENAMED: Final = {"like": 'routine files share keys as op files do: put the keys in [class.NAME] (e.g. [class.fold] '
+                           'steps = [...]) and write class = "fold" in each routine; a key a routine gives replaces '
+                           "the class's whole (with included: restate every parameter)"}
 
 
 def check_steps_shape(steps: list[Any], where: str, rid: str | None, out: list[Problem], depth: int = 0) -> None:
@@ -85,9 +93,9 @@ def check_routine_shape(raw: Mapping[str, Any]) -> list[Problem]:
     ``(routine id or None, field, message, fix)``."""
     out: list[Problem] = []
     for name in raw:
-        if name not in ("family", "kernel", "routine"):
-            out.append((None, name, f"unknown top-level key {name!r}", "a routine file has [family], [kernel.NAME] "
-                        "and [[routine]]"))
+        if name not in ("family", "kernel", "class", "routine"):
+            out.append((None, name, f"unknown top-level key {name!r}", "a routine file has [family], [kernel.NAME], "
+                        "[class.NAME] and [[routine]]"))
     family = raw.get("family")
     if not isinstance(family, dict):
         out.append((None, "family", "the file has no [family] table",
@@ -100,6 +108,11 @@ def check_routine_shape(raw: Mapping[str, Any]) -> list[Problem]:
     else:
         for name, kernel in kernels.items():
             check_table(kernel, KERNEL_KEYS, f"kernel.{name}.", None, out, DOC)
+    before = len(out)
+    check_classes(raw, ROUTINE_KEYS, out, DOC, _RENAMED)
+    if len(out) == before:
+        for name, cls in raw.get("class", {}).items():
+            _steps_shape(cls, f"class.{name}.", None, out)
     routines = raw.get("routine", [])
     if not isinstance(routines, list) or not all(isinstance(r, dict) for r in routines):
         out.append((None, "routine", "routine must be an array of [[routine]] tables", "write [[routine]] for each routine"))
@@ -107,11 +120,15 @@ def check_routine_shape(raw: Mapping[str, Any]) -> list[Problem]:
     for i, r in enumerate(routines):
         rid = r.get("id") if isinstance(r.get("id"), str) else None
         where = "" if rid else f"routine[{i}]."
-        check_table(r, ROUTINE_KEYS, where, rid, out, DOC, _RENAMED)
-        for key in ("steps", "then"):
-            if isinstance(r.get(key), list) and all(isinstance(s, dict) for s in r[key]):
-                check_steps_shape(r[key], where + key, rid, out)
+        check_table(r, {**ROUTINE_ONLY_KEYS, **ROUTINE_KEYS}, where, rid, out, DOC, _RENAMED)
+        _steps_shape(r, where, rid, out)
     return out
+
+
+def _steps_shape(table: Mapping[str, Any], where: str, rid: str | None, out: list[Problem]) -> None:
+    for key in ("steps", "then"):
+        if isinstance(table.get(key), list) and all(isinstance(s, dict) for s in table[key]):
+            check_steps_shape(table[key], where + key, rid, out)
 
 
 def json_schema() -> dict[str, Any]:
@@ -126,9 +143,12 @@ def json_schema() -> dict[str, Any]:
     steps = list[Union[step, repeat]]  # type: ignore[valid-type]
     family = create_model("FamilySpec", __config__=config, **pydantic_fields(FAMILY_KEYS))
     kernel = create_model("KernelSpec", __config__=config, **pydantic_fields(KERNEL_KEYS))
-    routine = create_model("RoutineSpec", __config__=config, **pydantic_fields(ROUTINE_KEYS, {"list[table]": steps}))
+    cls = create_model("RoutineClassSpec", __config__=config, **pydantic_fields(ROUTINE_KEYS, {"list[table]": steps}))
+    routine = create_model("RoutineSpec", __config__=config,
+                           **pydantic_fields({**ROUTINE_ONLY_KEYS, **ROUTINE_KEYS}, {"list[table]": steps}))
     file = create_model("RoutineFile", __config__=config, family=(family, ...),
                         kernel=(dict[str, kernel], Field(default_factory=dict)),  # type: ignore[valid-type]
+                        class_=(dict[str, cls], Field(default_factory=dict, alias="class")),  # type: ignore[valid-type]
                         routine=(list[routine], Field(default_factory=list)))  # type: ignore[valid-type]
     schema: dict[str, Any] = file.model_json_schema(by_alias=True)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
