@@ -308,3 +308,16 @@ def test_collectives_on_the_gpu_match_the_reference(expr: str, t: str, ret: str)
     y = RNG.integers(0, 35, n, dtype=np.uint64).astype(np.uint32)
     (want,), (got,) = REF.dispatch(p, [x, y]), cuda.dispatch(p, [x, y])
     assert got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("target", ["sm_90", "sm_75"])
+def test_the_subgroup_corpus_programs_match_the_reference_on_the_simulator(target: str) -> None:
+    from vyre_decl.conform.corpus import load_corpus, make_inputs
+
+    entries = [e for e in load_corpus() if "subgroup" in e.name]
+    assert len(entries) == 2
+    for entry in entries:
+        for size in (0, 1, 7, 64, 65, 1000):
+            inputs = make_inputs(entry.program, size, np.random.default_rng(size))
+            want = REF.dispatch(entry.program, inputs, vyre_decl.DispatchConfig(grid=entry.grid))
+            assert_matches(entry.program, inputs, want, grid=entry.grid, target=target)
