@@ -14,8 +14,9 @@ Failure kinds: ``backend`` (the backend differs from the reference), ``backend-l
 on the reference but not on the backend), ``error`` (the backend could not run the case: a GPU
 fault, a JIT error, ...), and the registry errors ``law`` (a declared law fails on the
 reference), ``kat`` (a known answer disagrees with a reference that satisfies the op's laws: the
-KAT is wrong) and ``reference`` (the reference disagrees with the known answers — the backend
-meets them, or the reference also breaks a law or most of the KATs: the reference is wrong).
+KAT may be wrong) and ``reference`` (the reference disagrees with the known answers — the backend
+meets them, or the reference also breaks a law or several KATs, most of the table: the reference is
+wrong).
 """
 
 from __future__ import annotations

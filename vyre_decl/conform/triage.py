@@ -1,8 +1,10 @@
 """Triage of an op unit's known answers and laws: whose fault a disagreement is.
 
-A known answer the reference misses is a registry error, blamed on the KAT or on the reference
-(the backend meets the answer, or the reference also breaks a law or most of the answers); one
-the backend alone misses is a backend failure. A law that fails on the reference is a registry
+A known answer the reference misses is a registry error, blamed on the reference on evidence
+against it (an independent backend meets the answer, the reference also breaks a law, or several
+answers, most of the table, disagree), else on the known answer, which may be wrong (one wrong
+answer of one is the answer's fault, as ops check's R030 says); one the backend alone misses is a
+backend failure. A law that fails on the reference is a registry
 error and says nothing about the backend; one that holds on the reference but not on the backend
 is a backend failure, whose capsule holds the op evaluations of the counterexample on which the
 backend and the reference differ.
@@ -65,28 +67,41 @@ def check_kats(ck: Checker, res: UnitResult, op: OpDef, binding: Binding, law_br
 
         for j in sorted(ref_bad)[:_MAX_REPORTED]:
             backend_meets_kat = mismatches(out_t, want[j: j + 1], got[j: j + 1], ulp).size == 0
-            most_disagree = len(ref_bad) * 2 > n
-            reference_wrong = (not ck.backend_is_reference and backend_meets_kat) or law_broken or most_disagree
-            kind = "reference" if reference_wrong else "kat"
+            kind, why = _kat_blame(ck, backend_meets_kat, j not in backend_bad, law_broken, len(ref_bad), n)
             details: dict[str, Any] = {"op": op.id, "types": types_key(binding),
                                        "inputs": inputs_shown(op, types, args, j), "known_answer": show(out_t, want[j]),
                                        "reference": show(out_t, ref[j]), "backend": show(out_t, got[j])}
-            why = ("the backend meets the known answer" if backend_meets_kat and not ck.backend_is_reference
-                   else "the reference also breaks a law" if law_broken
-                   else f"{len(ref_bad)} of {n} known answers disagree" if most_disagree
-                   else "the reference satisfies the op's laws")
             shown = ", ".join(f"{nm}={v['dec']}" for nm, v in details["inputs"].items())
             res.failures.append(Failure(
                 kind, f"registry error: known answer {op.id}({shown}) = {details['known_answer']['dec']} but the "
-                f"reference gives {details['reference']['dec']}{zero_sign_note(want[j], ref[j])} ({why}: the "
-                f"{'reference' if kind == 'reference' else 'KAT'} "
-                f"is probably wrong)", details, capsule(j, "known answer")))
+                f"reference gives {details['reference']['dec']}{zero_sign_note(want[j], ref[j])} ({why})", details,
+                capsule(j, "known answer")))
         for j in sorted(backend_bad - ref_bad)[:_MAX_REPORTED]:
             details = {"op": op.id, "types": types_key(binding), "inputs": inputs_shown(op, types, args, j),
                        "expected": show(out_t, ref[j]), "actual": show(out_t, got[j])}
             res.failures.append(Failure("backend", f"known answer {op.id}: backend gives {details['actual']['dec']}"
                                         f", expected {details['expected']['dec']}", details,
                                         capsule(j, "known answer (backend)")))
+
+
+def _kat_blame(ck: Checker, backend_meets_kat: bool, agree: bool, law_broken: bool, disagree: int,
+               n: int) -> tuple[str, str]:
+    """Whose fault a known answer the reference misses is ("reference" or "kat"), and why. The
+    reference is blamed on evidence against it: an independent backend meets the answer, the
+    reference breaks a law, or several known answers, most of the table, disagree with it. Else
+    the known answer may be wrong; doubly so where an independent backend agrees with the
+    reference (as ops check says: R030, fix the known answer)."""
+    independent = not ck.backend_is_reference
+    if independent and backend_meets_kat:
+        return "reference", "the backend meets the known answer: the reference is probably wrong"
+    if law_broken:
+        return "reference", "the reference also breaks a law: the reference is probably wrong"
+    if disagree > 1 and disagree * 2 > n:
+        return "reference", f"{disagree} of {n} known answers disagree: the reference is probably wrong"
+    if independent and agree:
+        return "kat", ("the reference and the backend agree and satisfy the op's laws: the known answer may be wrong; "
+                       "check it against an independent source")
+    return "kat", "the reference satisfies the op's laws: the known answer may be wrong; check it against an independent source"
 
 
 def reference_laws(ck: Checker, op: OpDef, binding: Binding, rng: np.random.Generator) -> tuple[list[LawResult], list[int]]:
