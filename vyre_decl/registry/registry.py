@@ -114,7 +114,15 @@ class Registry:
         return op.signature if op is not None else None
 
     def has_trait(self, op_id: str, trait: str) -> bool:
-        """Whether the op declares ``trait`` (model.TRAITS) or its composition calls an op that has it."""
+        """Whether the op declares ``trait`` (model.TRAITS) or its composition calls an op that has it
+        (remembered: validation asks it of every op node of every program)."""
+        memo: dict[tuple[str, str], bool] = self.__dict__.setdefault("_trait_memo", {})
+        found = memo.get((op_id, trait))
+        if found is None:
+            found = memo[(op_id, trait)] = self._walk_trait(op_id, trait)
+        return found
+
+    def _walk_trait(self, op_id: str, trait: str) -> bool:
         from ..ir.nodes import Op  # the walk is only needed for composites
         from ..ir.walk import subexprs
 
