@@ -46,7 +46,10 @@ def test_the_generator_covers_the_language_and_the_library():
     assert {If, Loop, Store, Block, Region, Return, Barrier} <= nodes and {Select, Load, Op, Atomic} <= {type(e) for e in exprs}
     used = {e.op for e in exprs if isinstance(e, (Op, Atomic))}
     order_dependent = {"primitive.atomic.exchange", "primitive.atomic.compare_exchange"}
-    assert used == {op.id for op in REG} - order_dependent, {op.id for op in REG} - order_dependent - used
+    collective = {op.id for op in REG if REG.has_trait(op.id, "collective")}  # not generated yet (issue 28)
+    assert collective and not used & collective
+    assert used == {op.id for op in REG} - order_dependent - collective, \
+        {op.id for op in REG} - order_dependent - collective - used
     buffers = [b for p in PROGRAMS for b in p.buffers]
     assert {b.dtype for b in buffers} == set(DataType)  # every storage type, 64-bit and narrow ones included
     assert {Access.READ, Access.READ_WRITE, Access.WRITE, Access.WORKGROUP} == {b.access for b in buffers}

@@ -68,6 +68,7 @@ def _candidates(registry: Registry, op: OpDef, binding: Binding) -> Iterator[_Ca
         elif kind.over:
             for other in registry:
                 if other.dialect != op.dialect or other.is_atomic or len(other.signature.inputs) != 2 or \
+                        registry.has_trait(other.id, "collective") or \
                         any(a.default is None for a in other.signature.attrs):
                     continue
                 try:
