@@ -78,7 +78,8 @@ def test_device_and_auto_choice(cuda):
     print(f"\n{d.name} cc {d.compute_capability} driver {d.driver_version} {d.target}")
 
 
-OPS = [(op.id, b) for op in REG for b in op.bindings()]
+# an op without inputs (subgroup.lane_id) has no cases to draw: test_subgroups and corpus 46/47 run it
+OPS = [(op.id, b) for op in REG for b in op.bindings() if op.signature.inputs]
 
 
 @pytest.mark.parametrize("op_id, binding", OPS, ids=[f"{o}[{','.join(t.value for t in b)}]" for o, b in OPS])
