@@ -1,8 +1,8 @@
 """The PTX emitter: Program -> PTX text from the op templates; target choice; ptxas checks."""
 
+from ..registry.templates import immediate
 from .abi import AbiParam, KernelABI, PtxModule, kernel_abi
 from .module import emit, vector_entry
-from .ptx import immediate
 from .ptxas import assemble, explain, find_ptxas
 from .target import DEFAULT_TARGET, EMITTER_CONTRACT, Target, choose_target, driver_max_ptx, parse_target
 

@@ -5,7 +5,8 @@ computation is an op whose PTX comes from its template in ``ops/*.toml`` (compos
 a template for a binding are inlined from their ``compose`` expression).
 
 The kernel's calling convention and the module record are in ``abi.py``; ``module.py`` assembles
-a module from this emitter's entry (and ``vector.py``'s vectorised one).
+a module from this emitter's entry (and ``vector.py``'s vectorised one). The entry's registers and
+lines are ``registers.py``'s, its prologue ``prologue.py``'s.
 
 Templates arrive parsed and instantiated for their binding (``registry/templates.py``); the
 emitter only names the registers and immediates of their operands. The result (``{out}``, or
@@ -19,12 +20,10 @@ are ``.shared`` arrays zeroed by the workgroup before the body runs.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Final
 
 from ..ir.diagnostics import VyreError
 from ..ir.nodes import (
-    AXES,
     Access,
     Assign,
     Atomic,
@@ -34,7 +33,6 @@ from ..ir.nodes import (
     BufLen,
     Expr,
     Id,
-    IdKind,
     If,
     Let,
     Lit,
@@ -42,215 +40,26 @@ from ..ir.nodes import (
     Loop,
     Node,
     Op,
-    Program,
     Region,
     Return,
     Select,
     Store,
     Var,
 )
-from ..ir.subgroup import SUBGROUP_SIZE
 from ..ir.text import print_expr
 from ..ir.types import DataType
-from ..ir.walk import body_exprs, statements
-from ..registry import OpDef, Registry
-from ..registry.templates import NEEDS_SM, PTX_TYPE, immediate
-from .abi import kernel_abi, shared_words
-from .target import Target
+from ..registry import OpDef
+from ..registry.templates import NEEDS_SM, immediate
+from .prologue import _Prologue
+from .registers import _B16, _BITS, _MEM_TYPE, _REG
 
-__all__ = ["uses_collectives"]  # and the emitter class, used by emit/module.py and emit/vector.py
+__all__: list[str] = []  # the emitter class, used by emit/module.py and emit/vector.py
 
-
-def uses_collectives(program: Program, registry: Registry) -> bool:
-    """Whether ``program`` calls a collective op (docs/semantics.md, "Subgroups")."""
-    ids = {e.op for e in body_exprs(program.body) if isinstance(e, Op)}
-    return any(registry.has_trait(i, "collective") for i in ids if i in registry)
-
-# value type -> (PTX register type, register prefix)
-_REG: Final = {t: (PTX_TYPE[t], prefix) for t, prefix in (
-    (DataType.BOOL, "%p"), (DataType.U32, "%r"), (DataType.I32, "%s"), (DataType.U64, "%rd"),
-    (DataType.I64, "%sd"), (DataType.F32, "%f"), (DataType.F64, "%fd"))}
-_B16: Final = ("b16", "%h")
 _BF16_CVT_SM: Final = dict(NEEDS_SM)[".bf16"]  # the first target with cvt.rn.bf16.f32
-_BITS: Final = {"b32": ("b32", "%b"), "b64": ("b64", "%bd")}  # untyped template temporaries
-# storage type -> ld/st instruction type for the value register
-_MEM_TYPE: Final = {
-    DataType.U8: "u8",
-    DataType.U16: "u16",
-    DataType.I8: "s8",
-    DataType.I16: "s16",
-    DataType.U32: "u32",
-    DataType.I32: "s32",
-    DataType.U64: "u64",
-    DataType.I64: "s64",
-    DataType.F32: "f32",
-    DataType.F64: "f64",
-}
-_COMMENT_WIDTH: Final = 110
 
 
-def _short(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= _COMMENT_WIDTH else text[: _COMMENT_WIDTH - 3] + "..."
-
-
-class _Emitter:
-    def __init__(self, program: Program, registry: Registry, target: Target) -> None:
-        self.program, self.registry, self.target = program, registry, target
-        self.buffers = {b.name: b for b in program.buffers}
-        self.lines: list[str] = []
-        self.counts: dict[str, int] = defaultdict(int)
-        self.kinds: dict[str, str] = {}
-        self.labels = 0
-        self.vars: dict[str, tuple[str, DataType]] = {}
-        self.base: dict[str, str] = {}  # buffer -> register holding its address
-        self.length: dict[str, str] = {}  # buffer -> register holding its element count
-        self.ids: dict[tuple[IdKind, int], str] = {}
-        self.exit_label = "$L_exit"  # where ``return`` goes (an entry handling several elements moves it)
-        # value numbering while one outermost composite call is inlined (straight-line code whose
-        # registers are written once): a literal, select or op call repeated on the same registers
-        # reuses the first result (e.g. an argument reduction shared by several parts of a result)
-        self.inlined: dict[tuple[object, ...], tuple[str, DataType]] | None = None
-        # subgroups (collective ops): the lane register, the mask of the warp's existing lanes, and
-        # whether the present lanes must be voted at each collective (the program can return)
-        self.lane_reg = self.exist_reg = self.true_reg = ""
-        self.returns = any(isinstance(n, Return) for n in statements(program.body))
-
-    # --- registers, labels, lines
-    def reg(self, t: DataType | tuple[str, str]) -> str:
-        kind, prefix = _REG[t] if isinstance(t, DataType) else t
-        n = self.counts[prefix]
-        self.counts[prefix] += 1
-        self.kinds[prefix] = kind
-        return f"{prefix}{n}"
-
-    def label(self, what: str) -> str:
-        self.labels += 1
-        return f"$L{self.labels}_{what}"
-
-    def emit(self, line: str) -> None:
-        self.lines.append("\t" + line)
-
-    def comment(self, text: str) -> None:
-        self.lines.append("\t// " + _short(text))
-
-    def place(self, label: str) -> None:
-        self.lines.append(label + ":")
-
-    def declarations(self) -> list[str]:
-        return [f"\t.reg .{self.kinds[p]} {p}<{n}>;" for p, n in sorted(self.counts.items())]
-
-    # --- prologue: addresses, lengths, ids, zeroed workgroup memory
-    def prologue(self) -> None:
-        used = {b for b in self._buffers_used()}
-        for param in kernel_abi(self.program).params:
-            decl = self.buffers[param.buffer]
-            if param.kind != "ptr" or decl.name not in used:
-                continue
-            base = self.reg(DataType.U64)
-            self.emit(f"ld.param.u64 {base}, [p_{decl.name}];")
-            self.emit(f"cvta.to.global.u64 {base}, {base};")
-            n = self.reg(DataType.U32)
-            self.emit(f"ld.param.u32 {n}, [n_{decl.name}];")
-            self.base[decl.name], self.length[decl.name] = base, n
-        ids = sorted({(e.kind, e.axis) for e in body_exprs(self.program.body) if isinstance(e, Id)},
-                     key=lambda k: (k[0].value, k[1]))
-        for kind, axis in ids:
-            ax = AXES[axis]
-            r = self.reg(DataType.U32)
-            if kind is IdKind.LOCAL:
-                self.emit(f"mov.u32 {r}, %tid.{ax};")
-            elif kind is IdKind.WORKGROUP:
-                self.emit(f"mov.u32 {r}, %ctaid.{ax};")
-            else:
-                c, n = self.reg(DataType.U32), self.reg(DataType.U32)
-                self.emit(f"mov.u32 {c}, %ctaid.{ax};")
-                self.emit(f"mov.u32 {n}, %ntid.{ax};")
-                self.emit(f"mov.u32 {r}, %tid.{ax};")
-                self.emit(f"mad.lo.u32 {r}, {c}, {n}, {r};")
-            self.ids[(kind, axis)] = r
-        if uses_collectives(self.program, self.registry):
-            self.subgroup_prologue()
-        shared = [b for b in self.program.buffers if b.access is Access.WORKGROUP]
-        if shared:
-            self.comment("zero the workgroup buffers, then wait for the whole workgroup")
-            lin, size, t = self.reg(DataType.U32), self.reg(DataType.U32), self.reg(DataType.U32)
-            self.emit(f"mov.u32 {lin}, %tid.z;")
-            self.emit(f"mov.u32 {t}, %ntid.y;")
-            self.emit(f"mov.u32 {size}, %tid.y;")
-            self.emit(f"mad.lo.u32 {lin}, {lin}, {t}, {size};")
-            self.emit(f"mov.u32 {t}, %ntid.x;")
-            self.emit(f"mov.u32 {size}, %tid.x;")
-            self.emit(f"mad.lo.u32 {lin}, {lin}, {t}, {size};")
-            self.emit(f"mov.u32 {size}, %ntid.x;")
-            self.emit(f"mov.u32 {t}, %ntid.y;")
-            self.emit(f"mul.lo.u32 {size}, {size}, {t};")
-            self.emit(f"mov.u32 {t}, %ntid.z;")
-            self.emit(f"mul.lo.u32 {size}, {size}, {t};")
-            for b in shared:
-                addr = self.reg(DataType.U32)
-                self.emit(f"mov.u32 {addr}, wg_{b.name};")
-                self.base[b.name] = addr
-                i, p, a = self.reg(DataType.U32), self.reg(DataType.BOOL), self.reg(DataType.U32)
-                top, done = self.label("zero"), self.label("zeroed")
-                self.emit(f"mov.u32 {i}, {lin};")
-                self.place(top)
-                self.emit(f"setp.ge.u32 {p}, {i}, {shared_words(b)};")
-                self.emit(f"@{p} bra {done};")
-                self.emit(f"mad.lo.u32 {a}, {i}, 4, {addr};")
-                self.emit(f"st.shared.u32 [{a}], 0;")
-                self.emit(f"add.u32 {i}, {i}, {size};")
-                self.emit(f"bra {top};")
-                self.place(done)
-            self.emit("bar.sync 0;")
-
-
-    def subgroup_prologue(self) -> None:
-        """The lane id and the mask of the lanes that exist in this invocation's warp (a partial last
-        warp of the block has fewer): the membermask from which the present lanes are voted."""
-        if self.target.subgroup_size != SUBGROUP_SIZE:
-            raise VyreError.one("E006", f"{self.target.name} has subgroups of {self.target.subgroup_size} lanes, the IR "
-                                f"{SUBGROUP_SIZE}", f"program {self.program.name!r}",
-                                "run programs with subgroup ops on a target whose subgroup size is the IR's")
-        self.comment(f"subgroups: lane id, and the lanes of this warp that exist (warps of {SUBGROUP_SIZE} threads)")
-        lane, lin, t, u = (self.reg(DataType.U32) for _ in range(4))
-        self.emit(f"mov.u32 {lane}, %laneid;")
-        self.emit(f"mov.u32 {lin}, %tid.z;")
-        self.emit(f"mov.u32 {t}, %ntid.y;")
-        self.emit(f"mov.u32 {u}, %tid.y;")
-        self.emit(f"mad.lo.u32 {lin}, {lin}, {t}, {u};")
-        self.emit(f"mov.u32 {t}, %ntid.x;")
-        self.emit(f"mov.u32 {u}, %tid.x;")
-        self.emit(f"mad.lo.u32 {lin}, {lin}, {t}, {u};")
-        self.emit(f"mov.u32 {u}, %ntid.y;")
-        self.emit(f"mul.lo.u32 {t}, {t}, {u};")
-        self.emit(f"mov.u32 {u}, %ntid.z;")
-        self.emit(f"mul.lo.u32 {t}, {t}, {u};")  # threads in the block
-        self.emit(f"and.b32 {lin}, {lin}, {-SUBGROUP_SIZE & 0xFFFFFFFF};")  # the warp's first thread
-        self.emit(f"sub.u32 {t}, {t}, {lin};")
-        self.emit(f"min.u32 {t}, {t}, {SUBGROUP_SIZE};")
-        exist = self.reg(DataType.U32)
-        self.emit(f"shl.b32 {exist}, 1, {t};")  # 1 << 32 is 0: all ones after the subtraction
-        self.emit(f"sub.u32 {exist}, {exist}, 1;")
-        self.lane_reg, self.exist_reg = lane, exist
-        self.true_reg = self.reg(DataType.BOOL)
-        self.emit(f"mov.pred {self.true_reg}, 1;")
-
-    def members(self) -> str:
-        """The present lanes of the subgroup: those that exist, less any that returned (voted)."""
-        if not self.returns:
-            return self.exist_reg
-        m = self.reg(DataType.U32)
-        self.emit(f"vote.sync.ballot.b32 {m}, {self.true_reg}, {self.exist_reg};")
-        return m
-
-    def _buffers_used(self) -> set[str]:
-        names: set[str] = set()
-        for e in body_exprs(self.program.body):
-            if isinstance(e, (Load, BufLen, Atomic)):
-                names.add(e.buffer)
-        names.update(n.buffer for n in statements(self.program.body) if isinstance(n, Store))
-        return names
+class _Emitter(_Prologue):
+    """A program's body as PTX lines: expressions into registers, statements into control flow."""
 
     # --- expressions: (register, type, owned) — owned registers may be adopted by a let
     def expr(self, e: Expr) -> tuple[str, DataType, bool]:
@@ -472,40 +281,9 @@ class _Emitter:
             self.comment(f"{path}: {n.buffer}[{print_expr(n.index)}] = {print_expr(n.value)}")
             self.store(n)
         elif isinstance(n, If):
-            self.comment(f"{path}: if {print_expr(n.cond)}")
-            c, _, _ = self.expr(n.cond)
-            other, end = self.label("else"), self.label("endif")
-            self.emit(f"@!{c} bra {other};")
-            self.body(n.then, f"{path}.then")
-            if n.otherwise:
-                self.emit(f"bra {end};")
-                self.place(other)
-                self.body(n.otherwise, f"{path}.otherwise")
-                self.place(end)
-            else:
-                self.place(other)
+            self.if_(n, path)
         elif isinstance(n, Loop):
-            self.comment(f"{path}: loop {n.var} in {print_expr(n.start)} .. {print_expr(n.end)}")
-            s, t, _ = self.expr(n.start)
-            end, _, owned = self.expr(n.end)
-            kind = _REG[t][0]
-            if not owned:  # the bound is evaluated once, even if its variable changes in the body
-                copy = self.reg(t)
-                self.emit(f"mov.{kind} {copy}, {end};")
-                end = copy
-            v, p = self.reg(t), self.reg(DataType.BOOL)
-            top, done = self.label("loop"), self.label("endloop")
-            self.emit(f"mov.{kind} {v}, {s};")
-            self.place(top)
-            self.emit(f"setp.ge.{kind} {p}, {v}, {end};")
-            self.emit(f"@{p} bra {done};")
-            saved = dict(self.vars)
-            self.vars[n.var] = (v, t)
-            self.body(n.body, f"{path}.body")
-            self.vars = saved
-            self.emit(f"add.{kind} {v}, {v}, 1;")
-            self.emit(f"bra {top};")
-            self.place(done)
+            self.loop(n, path)
         elif isinstance(n, Return):
             self.comment(f"{path}: return")
             if self.lane_reg and self.exit_label == "$L_exit":  # with subgroups: leave now, so that the
@@ -522,6 +300,43 @@ class _Emitter:
             self.body(n.body, f"{path}.body", scoped=False)
         else:
             raise TypeError(f"cannot emit {n!r}")
+
+    def if_(self, n: If, path: str) -> None:
+        self.comment(f"{path}: if {print_expr(n.cond)}")
+        c, _, _ = self.expr(n.cond)
+        other, end = self.label("else"), self.label("endif")
+        self.emit(f"@!{c} bra {other};")
+        self.body(n.then, f"{path}.then")
+        if n.otherwise:
+            self.emit(f"bra {end};")
+            self.place(other)
+            self.body(n.otherwise, f"{path}.otherwise")
+            self.place(end)
+        else:
+            self.place(other)
+
+    def loop(self, n: Loop, path: str) -> None:
+        self.comment(f"{path}: loop {n.var} in {print_expr(n.start)} .. {print_expr(n.end)}")
+        s, t, _ = self.expr(n.start)
+        end, _, owned = self.expr(n.end)
+        kind = _REG[t][0]
+        if not owned:  # the bound is evaluated once, even if its variable changes in the body
+            copy = self.reg(t)
+            self.emit(f"mov.{kind} {copy}, {end};")
+            end = copy
+        v, p = self.reg(t), self.reg(DataType.BOOL)
+        top, done = self.label("loop"), self.label("endloop")
+        self.emit(f"mov.{kind} {v}, {s};")
+        self.place(top)
+        self.emit(f"setp.ge.{kind} {p}, {v}, {end};")
+        self.emit(f"@{p} bra {done};")
+        saved = dict(self.vars)
+        self.vars[n.var] = (v, t)
+        self.body(n.body, f"{path}.body")
+        self.vars = saved
+        self.emit(f"add.{kind} {v}, {v}, 1;")
+        self.emit(f"bra {top};")
+        self.place(done)
 
     def store(self, n: Store) -> None:
         decl = self.buffers[n.buffer]
@@ -553,4 +368,3 @@ class _Emitter:
             self.emit(f"@{p} st{space}.b16 [{a}], {h};")
         else:
             self.emit(f"@{p} st{space}.{_MEM_TYPE[st]} [{a}], {val};")
-

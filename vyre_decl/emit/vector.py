@@ -45,7 +45,9 @@ from ..ir.types import DataType
 from ..ir.walk import body_exprs, statements
 from .abi import VECTOR_LANES
 from ..registry import Registry
-from .ptx import _MEM_TYPE, _REG, _Emitter, uses_collectives
+from .prologue import uses_collectives
+from .ptx import _Emitter
+from .registers import _MEM_TYPE, _REG
 
 __all__ = ["MapShape", "map_shape", "VectorEmitter"]
 
@@ -131,10 +133,25 @@ class VectorEmitter(_Emitter):
                      "buffers hold them and are 16-byte aligned")
         self.emit(f"shl.b32 {first}, {gid}, 2;")
         self.emit(f"add.u32 {last}, {first}, {VECTOR_LANES - 1};")
+        scalar = self.label("scalar")
+        self.emit(f"@!{self._vector_ok(last)} bra {scalar};")
+        address = self._vector_load(first)
+        for lane in range(VECTOR_LANES):
+            self.run_element(first, lane, f"body (element 4g+{lane}, on registers)")
+        self.lane = None
+        self._vector_store(address)
+        self.emit("bra $L_exit;")
+        self.place(scalar)
+        for lane in range(VECTOR_LANES):
+            self.lane = None
+            self.run_element(first, lane, f"body (element 4g+{lane}, scalar)", vector=False)
+
+    def _vector_ok(self, last: str) -> str:
+        """A predicate: every accessed buffer holds element ``last`` and is 16-byte aligned."""
         ok, p = self.reg(DataType.BOOL), self.reg(DataType.BOOL)
-        bits, offset = self.reg(DataType.U64), self.reg(DataType.U64)
+        bits = self.reg(DataType.U64)
         self.emit(f"mov.u64 {bits}, 0;")
-        for i, name in enumerate(shape.accessed):
+        for i, name in enumerate(self.shape.accessed):
             self.emit(f"setp.lt.u32 {ok if i == 0 else p}, {last}, {self.length[name]};")
             if i:
                 self.emit(f"and.pred {ok}, {ok}, {p};")
@@ -142,8 +159,13 @@ class VectorEmitter(_Emitter):
         self.emit(f"and.b64 {bits}, {bits}, 15;")
         self.emit(f"setp.eq.u64 {p}, {bits}, 0;")
         self.emit(f"and.pred {ok}, {ok}, {p};")
-        scalar = self.label("scalar")
-        self.emit(f"@!{ok} bra {scalar};")
+        return ok
+
+    def _vector_load(self, first: str) -> dict[str, str]:
+        """The four elements from ``first`` of each loaded buffer into registers, and cleared
+        written flags for each stored one; returns each accessed buffer's address register."""
+        shape = self.shape
+        offset = self.reg(DataType.U64)
         self.emit(f"mul.wide.u32 {offset}, {first}, 4;")
         address = {}
         for name in shape.accessed:
@@ -165,9 +187,12 @@ class VectorEmitter(_Emitter):
             for f in flags:
                 self.emit(f"mov.pred {f}, {false};")
             self.written[name] = flags
-        for lane in range(VECTOR_LANES):
-            self.run_element(first, lane, f"body (element 4g+{lane}, on registers)")
-        self.lane = None
+        return address
+
+    def _vector_store(self, address: dict[str, str]) -> None:
+        """Each stored buffer's four registers back: one vector store when all four were written
+        (or the buffer was loaded), else each written element alone."""
+        shape = self.shape
         for name in shape.stored:
             regs, t = self.values[name], self.buffers[name].dtype
             vector = f"st.global.v4.{_MEM_TYPE[t]} [{address[name]}], {{{', '.join(regs)}}};"
@@ -185,11 +210,6 @@ class VectorEmitter(_Emitter):
                 self.emit(f"not.pred {only}, {every};")
                 self.emit(f"and.pred {only}, {only}, {f};")
                 self.emit(f"@{only} st.global.{_MEM_TYPE[t]} [{address[name]}+{4 * lane}], {regs[lane]};")
-        self.emit("bra $L_exit;")
-        self.place(scalar)
-        for lane in range(VECTOR_LANES):
-            self.lane = None
-            self.run_element(first, lane, f"body (element 4g+{lane}, scalar)", vector=False)
 
     def run_element(self, first: str, lane: int, path: str, vector: bool = True) -> None:
         """The body for element ``first + lane``; on registers when ``vector``."""

@@ -91,6 +91,22 @@ class OpSignature(Record):
                 f"pass exactly {n_want} argument(s)",
             )
         vars_ = dict(self.type_vars)
+        bound = self._bind_explicit(explicit, vars_)
+        self._bind_args(arg_types, vars_, bound)
+        self._check_bound(bound)
+        binding = tuple(bound[name] for name, _ in self.type_vars)
+        if self.combos is not None and binding not in self.combos:
+            shown = ", ".join(f"{v}={t}" for (v, _), t in zip(self.type_vars, binding))
+            raise SignatureError(
+                "V007",
+                f"{self.op_id} does not accept the combination {shown}",
+                f"use one of its combinations: {'; '.join(','.join(t.value for t in c) for c in self.combos[:8])}"
+                + (" ..." if len(self.combos) > 8 else ""),
+            )
+        return binding, self.resolve(self.output.type, bound)
+
+    def _bind_explicit(self, explicit: Mapping[str, DataType], vars_: Mapping[str, object]) -> dict[str, DataType]:
+        """The explicit type arguments: each names a type variable that no input determines."""
         free = set(self.free_type_vars())
         bound: dict[str, DataType] = {}
         for name, dtype in explicit.items():
@@ -107,6 +123,10 @@ class OpSignature(Record):
                     f"remove <{name}=...>",
                 )
             bound[name] = dtype
+        return bound
+
+    def _bind_args(self, arg_types: Sequence[DataType], vars_: Mapping[str, object], bound: dict[str, DataType]) -> None:
+        """Each argument's type into ``bound`` (a type variable) or checked (a concrete type)."""
         for param, dtype in zip(self.inputs, arg_types):
             if param.type in vars_:
                 have = bound.setdefault(param.type, dtype)
@@ -123,6 +143,9 @@ class OpSignature(Record):
                     f"{self.op_id}: argument {param.name!r} must be {param.type}, got {dtype}",
                     f"cast it with `as {param.type}`",
                 )
+
+    def _check_bound(self, bound: Mapping[str, DataType]) -> None:
+        """Every type variable bound, to a type it allows."""
         for name, allowed in self.type_vars:
             if name not in bound:
                 raise SignatureError(
@@ -137,16 +160,6 @@ class OpSignature(Record):
                     f"{self.op_id} does not accept {name}={bound[name]} (allowed: {names})",
                     f"cast the argument to one of {names}",
                 )
-        binding = tuple(bound[name] for name, _ in self.type_vars)
-        if self.combos is not None and binding not in self.combos:
-            shown = ", ".join(f"{v}={t}" for (v, _), t in zip(self.type_vars, binding))
-            raise SignatureError(
-                "V007",
-                f"{self.op_id} does not accept the combination {shown}",
-                f"use one of its combinations: {'; '.join(','.join(t.value for t in c) for c in self.combos[:8])}"
-                + (" ..." if len(self.combos) > 8 else ""),
-            )
-        return binding, self.resolve(self.output.type, bound)
 
 
 class OpTable(Protocol):

@@ -1,4 +1,5 @@
-"""Program validation: typing, scoping, memory rules, uniform barriers and size limits.
+"""Program validation: typing, scoping, memory rules, uniform barriers and size limits
+(which control flow is uniform is ``uniformity.py``'s to say).
 
 ``validate`` returns every problem it finds as a ``Diagnostic`` with a stable code, the node
 path where it is (``body[2].then[0].value.args[1]``) and a ``Fix:`` hint; ``check`` raises them
@@ -52,6 +53,7 @@ from .nodes import (
 from .signature import OpTable, SignatureError
 from .lexer import KEYWORDS, TOKEN_RE
 from .types import DataType
+from .uniformity import divergent_barriers
 from .walk import subexprs
 
 __all__ = ["Limits", "validate", "check", "infer_type", "ExprFault", "is_identifier"]
@@ -146,56 +148,72 @@ def infer_type(
         index_u32(e.index)
         return decl.dtype.value_type
     if isinstance(e, Select):
-        cond = ty(e.cond, "cond")
-        if cond is not DataType.BOOL:
-            raise ExprFault("V022", f"select condition must be bool, got {cond}", "compare it, e.g. `x != 0u32`", f"{path}.cond")
-        a, b = ty(e.if_true, "if_true"), ty(e.if_false, "if_false")
-        if e.lazy:
-            _no_effects(e, path)
-        if a is not b:
-            raise ExprFault("V007", f"select arms differ: {a} vs {b}", f"cast one arm: `... as {a}`", path)
-        return a
+        return _select_type(e, path, ty)
     if isinstance(e, Op):
-        sig = ops.signature(e.op)
-        if sig is None:
-            raise ExprFault("V005", f"unknown op {e.op!r}", ops.unknown_op_hint(e.op), path)
-        if sig.is_atomic:
-            raise ExprFault("V013", f"{e.op} is an atomic op", f"write atomic {e.op}(buf[i], ...)", path)
-        arg_types = [ty(a, f"args[{i}]") for i, a in enumerate(e.args)]
-        _check_attrs(e, sig.attrs, path)
-        try:
-            return sig.bind(arg_types, dict(e.types))[1]
-        except SignatureError as err:
-            raise ExprFault(err.code, err.message, err.fix, path) from None
+        return _op_type(e, path, ops, ty)
     if isinstance(e, Atomic):
-        sig = ops.signature(e.op)
-        if sig is None:
-            raise ExprFault("V005", f"unknown op {e.op!r}", ops.unknown_op_hint(e.op), path)
-        if not sig.is_atomic:
-            raise ExprFault("V013", f"{e.op} is not an atomic op", "use an op of the primitive.atomic dialect", path)
-        decl = _buffer(e.buffer, buffers, path)
-        if decl.access not in (Access.READ_WRITE, Access.WRITE, Access.WORKGROUP):
-            raise ExprFault(
-                "V012",
-                f"atomic on {decl.access.value} buffer {decl.name!r}",
-                "declare the buffer read_write (or write)",
-                path,
-            )
-        if not decl.dtype.is_value_type or decl.dtype is DataType.BOOL:
-            raise ExprFault(
-                "V013",
-                f"atomics need 32- or 64-bit words; {decl.name!r} holds {decl.dtype}",
-                "use a u32, i32, u64 or i64 buffer",
-                path,
-            )
-        index_u32(e.index)
-        arg_types = [decl.dtype] + [ty(a, f"args[{i}]") for i, a in enumerate(e.args)]
-        try:
-            sig.bind(arg_types)
-        except SignatureError as err:
-            raise ExprFault("V013" if err.code == "V007" else err.code, err.message, err.fix, path) from None
-        return decl.dtype
+        return _atomic_type(e, path, buffers, ops, ty, index_u32)
     raise ExprFault("V020", f"not an expression node: {type(e).__name__}", "build expressions from vyre_decl.ir nodes", path)
+
+
+_Typer = Callable[[Expr, str], DataType]  # a child expression's type, by its field name
+
+
+def _select_type(e: Select, path: str, ty: _Typer) -> DataType:
+    cond = ty(e.cond, "cond")
+    if cond is not DataType.BOOL:
+        raise ExprFault("V022", f"select condition must be bool, got {cond}", "compare it, e.g. `x != 0u32`", f"{path}.cond")
+    a, b = ty(e.if_true, "if_true"), ty(e.if_false, "if_false")
+    if e.lazy:
+        _no_effects(e, path)
+    if a is not b:
+        raise ExprFault("V007", f"select arms differ: {a} vs {b}", f"cast one arm: `... as {a}`", path)
+    return a
+
+
+def _op_type(e: Op, path: str, ops: OpTable, ty: _Typer) -> DataType:
+    sig = ops.signature(e.op)
+    if sig is None:
+        raise ExprFault("V005", f"unknown op {e.op!r}", ops.unknown_op_hint(e.op), path)
+    if sig.is_atomic:
+        raise ExprFault("V013", f"{e.op} is an atomic op", f"write atomic {e.op}(buf[i], ...)", path)
+    arg_types = [ty(a, f"args[{i}]") for i, a in enumerate(e.args)]
+    _check_attrs(e, sig.attrs, path)
+    try:
+        return sig.bind(arg_types, dict(e.types))[1]
+    except SignatureError as err:
+        raise ExprFault(err.code, err.message, err.fix, path) from None
+
+
+def _atomic_type(e: Atomic, path: str, buffers: Mapping[str, BufferDecl], ops: OpTable, ty: _Typer,
+                 index_u32: Callable[[Expr], None]) -> DataType:
+    sig = ops.signature(e.op)
+    if sig is None:
+        raise ExprFault("V005", f"unknown op {e.op!r}", ops.unknown_op_hint(e.op), path)
+    if not sig.is_atomic:
+        raise ExprFault("V013", f"{e.op} is not an atomic op", "use an op of the primitive.atomic dialect", path)
+    decl = _buffer(e.buffer, buffers, path)
+    if decl.access not in (Access.READ_WRITE, Access.WRITE, Access.WORKGROUP):
+        raise ExprFault(
+            "V012",
+            f"atomic on {decl.access.value} buffer {decl.name!r}",
+            "declare the buffer read_write (or write)",
+            path,
+        )
+    if not decl.dtype.is_value_type or decl.dtype is DataType.BOOL:
+        raise ExprFault(
+            "V013",
+            f"atomics need 32- or 64-bit words; {decl.name!r} holds {decl.dtype}",
+            "use a u32, i32, u64 or i64 buffer",
+            path,
+        )
+    index_u32(e.index)
+    arg_types = [decl.dtype] + [ty(a, f"args[{i}]") for i, a in enumerate(e.args)]
+    try:
+        sig.bind(arg_types)
+    except SignatureError as err:
+        raise ExprFault("V013" if err.code == "V007" else err.code, err.message, err.fix, path) from None
+    return decl.dtype
 
 
 def _no_effects(e: Select, path: str) -> None:
@@ -245,7 +263,7 @@ class _Validator:
         has_trait = getattr(self.ops, "has_trait", None)  # a registry knows which ops are collective
         collective = None if has_trait is None else (lambda op_id: self.ops.signature(op_id) is not None
                                                      and bool(has_trait(op_id, "collective")))
-        barriers, collectives = _divergent_barriers(self.program, collective)
+        barriers, collectives = divergent_barriers(self.program, collective)
         for path in barriers:
             self.error("V014", "barrier in non-uniform control flow", path,
                        "move the barrier out of branches/loops that depend on per-invocation values, "
@@ -427,97 +445,6 @@ class _Validator:
             self.walk(n.body, f"{path}.body", depth + 1)
         elif not isinstance(n, (Return, Barrier)):
             self.error("V020", f"not a statement node: {type(n).__name__}", path, "build statements from vyre_decl.ir nodes")
-
-
-# ----------------------------------------------------------------------------- uniformity
-
-
-def _uniform(e: Expr, varying: set[str], buffers: Mapping[str, BufferDecl],
-             collective: Callable[[str], bool] | None = None) -> bool:
-    """Whether ``e`` has the same value in every invocation of a workgroup (conservatively): no
-    part of it is a per-invocation id, a varying variable, an atomic, a collective op (the lane id,
-    a shuffle; even a ballot differs between subgroups) or a load from memory that invocations
-    write."""
-    for x in subexprs(e):
-        if isinstance(x, Op) and collective is not None and collective(x.op):
-            return False
-        if isinstance(x, (Lit, BufLen, Op, Select)):
-            continue
-        if isinstance(x, Id):
-            if x.kind is not IdKind.WORKGROUP:
-                return False
-        elif isinstance(x, Var):
-            if x.name in varying:
-                return False
-        elif isinstance(x, Load):
-            decl = buffers.get(x.buffer)
-            if decl is None or decl.access not in (Access.READ, Access.UNIFORM):
-                return False
-        else:
-            return False
-    return True
-
-
-def _collectives(n: Node, path: str, collective: Callable[[str], bool]) -> list[tuple[str, str, bool]]:
-    """The collective op calls in the expressions of statement ``n`` itself: (path, op id, whether
-    it is in an arm of a lazy branch)."""
-    fields = {Let: ("value",), Assign: ("value",), Store: ("index", "value"), If: ("cond",), Loop: ("start", "end")}
-    found = []
-    for name in fields.get(type(n), ()):
-        lazy_arms = {id(x) for e in subexprs(getattr(n, name)) if isinstance(e, Select) and e.lazy
-                     for arm in (e.if_true, e.if_false) for x in subexprs(arm)}
-        for x in subexprs(getattr(n, name)):
-            if isinstance(x, Op) and collective(x.op):
-                found.append((f"{path}.{name}", x.op, id(x) in lazy_arms))
-    return found
-
-
-def _divergent_barriers(program: Program, collective: Callable[[str], bool] | None = None
-                        ) -> tuple[list[str], list[tuple[str, str, bool]]]:
-    """Barriers in non-uniform control flow (or after an early return), and collective ops in
-    non-uniform control flow or in a lazy branch's arm (an early return before them is allowed)."""
-    buffers = {b.name: b for b in program.buffers}
-    varying: set[str] = set()
-    found: dict[str, None] = {}
-    calls: dict[tuple[str, str, bool], None] = {}
-
-    def walk(body: tuple[Node, ...], path: str, divergent: bool, returned: bool) -> bool:
-        """Returns whether some invocations may have returned early by the end of ``body``."""
-        for i, n in enumerate(body):
-            here = f"{path}[{i}]"
-            if collective is not None:
-                calls.update(dict.fromkeys(c for c in _collectives(n, here, collective) if divergent or c[2]))
-            if isinstance(n, (Let, Assign)):
-                if divergent or not _uniform(n.value, varying, buffers, collective):
-                    varying.add(n.name)
-            elif isinstance(n, If):
-                d = divergent or not _uniform(n.cond, varying, buffers, collective)
-                r1 = walk(n.then, f"{here}.then", d, returned)
-                r2 = walk(n.otherwise, f"{here}.otherwise", d, returned)
-                returned = r1 or r2
-            elif isinstance(n, Loop):
-                d = divergent or not (_uniform(n.start, varying, buffers, collective) and _uniform(n.end, varying, buffers, collective))
-                if d:
-                    varying.add(n.var)
-                # an early return late in the body makes the next iteration's barriers divergent: walk
-                # it again then (only then: walking every loop twice is exponential in the nesting)
-                r = walk(n.body, f"{here}.body", d, returned)
-                returned = walk(n.body, f"{here}.body", d, r) if r and not returned else r
-            elif isinstance(n, (Block, Region)):
-                returned = walk(n.body, f"{here}.body", divergent, returned)
-            elif isinstance(n, Return):
-                returned = returned or divergent
-            elif isinstance(n, Barrier) and (divergent or returned):
-                found[here] = None
-        return returned
-
-    while True:  # grow the varying set to a fixpoint (loops feed values back)
-        before = len(varying)
-        found.clear()
-        calls.clear()
-        walk(program.body, "body", False, False)
-        if len(varying) == before:
-            return list(found), list(calls)
 
 
 # ----------------------------------------------------------------------------- entry points

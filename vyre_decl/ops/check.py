@@ -36,7 +36,7 @@ from ..ir.scalars import decode
 from ..ir.signature import Binding
 from ..reference.interpreter import op_function
 from ..registry import OpDef, Registry
-from ..registry.opbuild import location
+from ..registry.opsig import location
 
 __all__ = ["check_scaffold", "check_semantics", "check_templates", "reference_evaluator", "seeded_rng"]
 

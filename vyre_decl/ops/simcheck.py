@@ -53,7 +53,7 @@ from ..ir.scalars import decode
 from ..ir.signature import Binding
 from ..ir.types import DataType
 from ..registry import OpDef, Registry
-from ..registry.opbuild import location
+from ..registry.opsig import location
 from ..sim.memory import DeviceMemory
 from ..sim.ptx import Finding, Kernel, KernelFault, PtxError, load_module
 

@@ -9,20 +9,19 @@ invocation order: within one atomic expression, lower linear invocation ids go f
 The interpreter knows structure only. Every computation is an op from the registry, evaluated
 through its reference (a whitelisted ufunc, a named kernel, or its ``compose`` expression).
 
-This module compiles expressions and statements into closures over a ``Frame`` (and ops into
-vectorised functions, ``op_function``); ``program`` runs a compiled program over a grid and
-``atomics`` applies atomic updates in invocation order.
+This module compiles expressions and statements into closures over a ``Frame`` (``frame.py``:
+the running chunk's state and the closures' shared runtime), and ops into vectorised functions
+(``op_function``); ``program`` runs a compiled program over a grid and ``atomics`` applies atomic
+updates in invocation order.
 """
 
 from __future__ import annotations
 
-import time
 import weakref
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..ir.diagnostics import VyreError
 from ..ir.nodes import (
     Access,
     Assign,
@@ -53,72 +52,27 @@ from ..ir.types import DataType
 from ..registry import OpDef, Registry
 from .atomics import apply_rounds, apply_scan
 from .collective import COLLECTIVE_KERNELS, Lanes
+from .frame import (
+    ExprFn,
+    Frame,
+    Mask,
+    StmtFn,
+    Value,
+    _and,
+    _barrier,
+    _lane_wg,
+    _return,
+    _run_block,
+    _Values,
+    check_deadline,
+)
 from .kernels import KERNELS, ufunc
 from .memory import to_storage, to_value
 
-__all__ = ["Compiler", "Frame", "check_deadline", "op_function", "collective_function", "StmtFn"]
+__all__ = ["Compiler", "op_function", "collective_function"]
 
-Value = Any  # numpy array (one element per invocation) or numpy scalar (same for all)
-Mask = Any  # None (every invocation of the chunk) or a bool array
-ExprFn = Callable[["Frame", Mask], Value]
-StmtFn = Callable[["Frame", Mask], None]
 OpFn = Callable[[Sequence[Value]], Value]
 CollectiveFn = Callable[[Sequence[Value], Lanes], Value]  # a collective op: the args and the subgroups
-
-
-def _and(mask: Mask, other: Any) -> Any:
-    return other if mask is None else mask & other
-
-
-def _lane_wg(fr: Frame) -> np.ndarray:
-    """The per-lane workgroup index of a chunk that uses workgroup memory (set before it runs)."""
-    assert fr.lane_wg is not None
-    return fr.lane_wg
-
-
-class Frame:
-    """State of one chunk of invocations while it runs."""
-
-    __slots__ = ("n", "vars", "alive", "epoch", "mem", "counts", "lane_wg", "ids", "deadline", "ranges", "subgroups")
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-        self.vars: dict[str, Value] = {}
-        self.alive: np.ndarray | None = None  # None = no invocation has returned
-        self.epoch = 0  # bumped on every executed return
-        self.mem: dict[str, np.ndarray] = {}
-        self.counts: dict[str, int] = {}
-        self.lane_wg: np.ndarray | None = None  # workgroup index within the chunk, per lane
-        self.ids: dict[tuple[IdKind, int], np.ndarray] = {}
-        self.deadline: float | None = None
-        # id(array) -> s for index arrays that are exactly s, s + 1, ..., s + n - 1 (the global id
-        # of a 1-D dispatch): a load or store through one is a slice, not a gather
-        self.ranges: dict[int, int] = {}
-        # each invocation's slot in a (subgroups, SUBGROUP_SIZE) grid and the number of subgroups
-        # (reference/collective.py), set before a chunk of a program with collective ops runs
-        self.subgroups: tuple[np.ndarray, int] | None = None
-
-    def lanes(self, m: Mask) -> Lanes:
-        """The subgroups as a collective under mask ``m`` sees them: the present lanes are the
-        invocations running the statement that have not returned."""
-        assert self.subgroups is not None
-        present = m if self.alive is None else _and(m, self.alive)
-        return Lanes(self.subgroups[0], self.subgroups[1], None if present is None else np.broadcast_to(present, (self.n,)))
-
-
-class _Values:
-    """A minimal frame for evaluating an op's compose expression on its argument values (and, for a
-    collective op, the subgroups of the invocations they belong to)."""
-
-    __slots__ = ("vars", "lane_view")
-
-    def __init__(self, variables: dict[str, Value], lane_view: Lanes | None = None) -> None:
-        self.vars = variables
-        self.lane_view = lane_view
-
-    def lanes(self, m: Mask) -> Lanes:
-        assert self.lane_view is not None, "a collective op evaluated outside a program"
-        return self.lane_view
 
 
 # ============================================================================ op functions
@@ -473,36 +427,3 @@ class Compiler:
                 body(fr, step)
 
         return loop
-
-
-def _return(fr: Frame, m: Mask) -> None:
-    if m is None:
-        fr.alive = np.zeros(fr.n, bool)
-    else:
-        fr.alive = ~m if fr.alive is None else fr.alive & ~m
-    fr.epoch += 1
-
-
-def _barrier(fr: Frame, m: Mask) -> None:
-    """Invocations run in lockstep, so every store before the barrier is already visible."""
-
-
-def _run_block(stmts: list[StmtFn]) -> StmtFn:
-    def block(fr: Frame, m: Mask) -> None:
-        epoch = fr.epoch
-        for s in stmts:
-            s(fr, m)
-            if fr.epoch != epoch:  # some invocations returned: they skip the rest
-                epoch = fr.epoch
-                m = _and(m, fr.alive)
-                if not m.any():
-                    return
-
-    return block
-
-
-def check_deadline(fr: Frame) -> None:
-    if fr.deadline is not None and time.monotonic() > fr.deadline:
-        raise VyreError.one("D013", "the reference dispatch ran past its timeout and was stopped (between "
-                            "workgroups or statements); its outputs are not returned", "reference backend",
-                            "check loop bounds and the grid, or raise DispatchConfig.timeout")

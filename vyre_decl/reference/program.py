@@ -13,7 +13,8 @@ import numpy as np
 from ..ir.nodes import Access, IdKind, Program
 from ..registry import Registry
 from .collective import subgroup_slots
-from .interpreter import Compiler, Frame, StmtFn, check_deadline
+from .frame import Frame, StmtFn, check_deadline
+from .interpreter import Compiler
 
 __all__ = ["CompiledProgram", "compile_program", "CHUNK_INVOCATIONS"]
 

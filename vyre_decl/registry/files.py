@@ -18,7 +18,8 @@ from ..ir.diagnostics import Diagnostic
 from .sources import MAX_FILE_BYTES, TomlProblem, parse_toml, read_bytes
 from .model import DialectInfo, OpDef
 from ..ir.compose import ComposeBudget
-from .opbuild import ID_RE, build_op, location
+from .opbuild import ID_RE, build_op
+from .opsig import location
 from .classes import class_problems, with_class
 from .schema import check_shape
 
@@ -74,7 +75,6 @@ def read_op_file(path: Path, data: bytes | OSError | None = None) -> FileResult:
 
 
 def _read(res: FileResult, data: bytes | OSError) -> None:
-    path = res.path
     if isinstance(data, OSError):
         res.error("R016", f"cannot read the file: {data.strerror or data}", None, "check the path and permissions")
         return
@@ -95,15 +95,7 @@ def _read(res: FileResult, data: bytes | OSError) -> None:
         res.error("R002", message, fld, fix or "see docs/ops-format.md", op_id)
     if problems:
         return
-    d = raw["dialect"]
-    name, version = d["name"], d["version"]
-    if not ID_RE.match(name):
-        res.error("R003", f"dialect name {name!r} must be lowercase and dotted", "dialect.name",
-                  "use a name such as my_project.math")
-    if semver_key(version) is None:
-        res.error("R017", f"version {version!r} is not a semantic version", "dialect.version",
-                  "write MAJOR.MINOR.PATCH without leading zeros, e.g. 1.0.0")
-    res.dialect = DialectInfo(name, version, d.get("summary", ""), tuple(d.get("requires", ())), path)
+    name = _dialect(res, raw["dialect"])
     classes: dict[str, dict[str, Any]] = raw.get("class", {})
     ops = raw.get("op", [])
     if len(ops) > MAX_OPS_PER_FILE:
@@ -112,6 +104,27 @@ def _read(res: FileResult, data: bytes | OSError) -> None:
         return
     for op_id, fld, message, fix in class_problems(classes, ops, "op"):
         res.error("R028", message, fld, fix or "see docs/ops-format.md", op_id)
+    _build_ops(res, ops, classes, name)
+    if not res.ok:
+        res.ops.clear()
+
+
+def _dialect(res: FileResult, d: dict[str, Any]) -> str:
+    """The file's [dialect] table checked and recorded; returns the dialect's name."""
+    name, version = d["name"], d["version"]
+    if not ID_RE.match(name):
+        res.error("R003", f"dialect name {name!r} must be lowercase and dotted", "dialect.name",
+                  "use a name such as my_project.math")
+    if semver_key(version) is None:
+        res.error("R017", f"version {version!r} is not a semantic version", "dialect.version",
+                  "write MAJOR.MINOR.PATCH without leading zeros, e.g. 1.0.0")
+    res.dialect = DialectInfo(name, version, d.get("summary", ""), tuple(d.get("requires", ())), res.path)
+    return name
+
+
+def _build_ops(res: FileResult, ops: list[dict[str, Any]], classes: dict[str, dict[str, Any]], dialect: str) -> None:
+    """Each op of the file built (merged over its class) into ``res.ops``, within the file's
+    compose budget and its limit on type combinations."""
     seen: set[str] = set()
     bindings = 0
     budget = ComposeBudget()  # the compose work of the whole file, every binding of every op (R037)
@@ -125,7 +138,7 @@ def _read(res: FileResult, data: bytes | OSError) -> None:
         if merged is None:  # an unknown class: class_problems reported it
             continue
         fields = merged[0]
-        built = build_op(fields, op_id, name, path, res.diags, budget)
+        built = build_op(fields, op_id, dialect, res.path, res.diags, budget)
         if built is not None:
             res.ops[op_id] = built
             bindings += len(built.bindings())
@@ -133,5 +146,3 @@ def _read(res: FileResult, data: bytes | OSError) -> None:
                 res.error("R015", f"the file's ops have more than {MAX_BINDINGS_PER_FILE} type combinations", "types",
                           "split the dialect into several files", op_id)
                 break
-    if not res.ok:
-        res.ops.clear()

@@ -22,7 +22,7 @@ from ..ir.validation import ExprFault, infer_type
 from ..ir.walk import children, subexprs
 from .files import FileResult, semver_key
 from .model import DialectInfo, OpDef
-from .opbuild import location
+from .opsig import location
 from .registry import Registry
 
 __all__ = ["link", "MAX_INLINE_NODES", "MAX_INLINE_DEPTH"]

@@ -4,12 +4,12 @@ Everything that can be checked without the rest of the registry is checked here:
 sets, the signature, temporaries, the reference or the compose definition (parsed per binding),
 PTX templates (parsed into instructions, instantiated per binding), laws (syntax, fit, elements),
 waivers, ULP budgets and known-answer tests. Problems become diagnostics, never exceptions;
+``opsig.py`` checks the type variables, bindings and signature (this builder's base class);
 ``link.py`` does the cross-op checks (compose types, ``over`` ops, cycles).
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 from pathlib import Path
@@ -19,34 +19,23 @@ from ..ir.diagnostics import Diagnostic, message_and_fix
 from ..ir.nodes import Atomic, BufLen, Expr, Id, Load
 from ..ir.compose import ComposeBudget, ComposeBudgetError, UnrollLimitError, parse_compose
 from ..ir.lexer import ParseError
-from ..ir.scalars import ScalarError, parse_value
-from ..ir.signature import AttrSig, Binding, OpSignature, Param
-from ..ir.types import VALUE_TYPES, DataType
+from ..ir.scalars import ScalarError
+from ..ir.signature import Binding
+from ..ir.types import DataType
 from ..ir.validation import is_identifier
 from ..ir.walk import subexprs
 from .kats import kat_group
 from .laws import CATALOGUE, LawSyntaxError, law_fits, parse_law
 from .model import TRAITS, Compose, Kat, LawDef, OpDef, Template
+from .opsig import _OpBase, location
 from .references import COLLECTIVE, REFERENCES
-from .sigtext import SignatureSyntaxError, parse_signature
 from .templates import ATOMIC_PLACEHOLDERS, BIT_REGISTERS, COLLECTIVE_PLACEHOLDERS, ParsedTemplate, TemplateError, instantiate, parse_template
 from .typesets import TypeSetError, parse_type_set, resolve_keyed
 
-__all__ = ["build_op", "ID_RE", "location", "MAX_BINDINGS"]
+__all__ = ["build_op", "ID_RE", "MAX_BINDINGS"]
 
 MAX_BINDINGS: Final = 1024  # type combinations of one op (the standard cast has 49)
 ID_RE: Final = re.compile(r"[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)*\Z")
-_VALUE_TYPE_NAMES: Final = {t.value: t for t in VALUE_TYPES}
-_ATOMIC_TYPES: Final = (DataType.U32, DataType.I32, DataType.U64, DataType.I64)
-
-
-def location(path: Path, op: str | None = None, fld: str | None = None) -> str:
-    text = str(path)
-    if op:
-        text += f" [op {op}]"
-    if fld:
-        text += f" {fld}"
-    return text
 
 
 def build_op(fields: Mapping[str, Any], op_id: str, dialect: str, path: Path, diags: list[Diagnostic],
@@ -56,23 +45,9 @@ def build_op(fields: Mapping[str, Any], op_id: str, dialect: str, path: Path, di
     return _OpBuilder(fields, op_id, dialect, path, diags, budget or ComposeBudget()).build()
 
 
-class _OpBuilder:
-    def __init__(self, fields: Mapping[str, Any], op_id: str, dialect: str, path: Path, diags: list[Diagnostic],
-                 budget: ComposeBudget) -> None:
-        self.f, self.id, self.dialect, self.path, self.diags = fields, op_id, dialect, path, diags
-        self.budget = budget
-        self.start = len(diags)
-        self.type_vars: dict[str, tuple[DataType, ...]] = {}
-
-    def err(self, code: str, fld: str | None, message: str, fix: str) -> None:
-        self.diags.append(Diagnostic(code, message, location(self.path, self.id, fld), fix))
-
-    @property
-    def failed(self) -> bool:
-        return len(self.diags) > self.start
-
-    def describe(self, binding: Binding) -> str:
-        return ", ".join(f"{v}={t}" for v, t in zip(self.type_vars, binding)) or "the op"
+class _OpBuilder(_OpBase):
+    """The rest of an op after its signature: temporaries, reference or compose, templates, laws,
+    traits, waivers, ULP budgets and known answers."""
 
     def build(self) -> OpDef | None:
         f = self.f
@@ -111,110 +86,6 @@ class _OpBuilder:
         return OpDef(self.id, self.dialect, f["summary"], sig, laws, waivers, references, compose,
                      _text(f.get("compose")), templates, accuracy, kats, self.path, f.get("doc") or "",
                      self.traits())
-
-    # ------------------------------------------------------------------ types and signature
-    def types(self) -> None:
-        for var, text in (self.f.get("types") or {}).items():
-            if not is_identifier(var) or var in _VALUE_TYPE_NAMES:
-                self.err("R006", f"types.{var}", f"bad type variable name {var!r}", "use a name such as T or S")
-                continue
-            try:
-                self.type_vars[var] = parse_type_set(text)
-            except TypeSetError as exc:
-                self.err("R006", f"types.{var}", *message_and_fix(exc))
-
-    def type_name(self, name: str, fld: str, code: str = "R006", allow_vars: bool = True) -> bool:
-        if name in _VALUE_TYPE_NAMES or (allow_vars and name in self.type_vars):
-            return True
-        vars_ = f" or a type variable of `types` ({', '.join(self.type_vars)})" if allow_vars and self.type_vars else ""
-        self.err(code, fld, f"unknown type {name!r}", f"use one of {', '.join(_VALUE_TYPE_NAMES)}{vars_}")
-        return False
-
-    def combinations(self) -> tuple[Binding, ...] | None:
-        """The ``bindings`` key: the combinations it allows, in declaration order (None: all)."""
-        specs = self.f.get("bindings")
-        if specs is None:
-            return None
-        allowed = []
-        for i, text in enumerate(specs):
-            when = self.when(text, f"bindings[{i}]", code="R006")
-            if when is not None:
-                allowed.append(when)
-        combos = tuple(b for b in itertools.product(*self.type_vars.values())
-                       if any(all(t in w.get(v, (t,)) for v, t in zip(self.type_vars, b)) for w in allowed))
-        if not combos and not self.failed:
-            self.err("R006", "bindings", "the bindings allow no combination of the type variables",
-                     'write e.g. bindings = ["S=u32,f32; T=u32,f32"]')
-        return combos
-
-    def signature(self, combos: tuple[Binding, ...] | None = None) -> OpSignature | None:
-        try:
-            st = parse_signature(self.f["signature"])
-        except SignatureSyntaxError as exc:
-            self.err("R006", "signature", exc.message, exc.fix)
-            return None
-        atomic = bool(st.inputs) and st.inputs[0][2]
-        names: set[str] = set()
-        reserved = set(ATOMIC_PLACEHOLDERS) if atomic else set()
-
-        def name_ok(name: str, what: str) -> None:
-            if not is_identifier(name):
-                self.err("R006", "signature", f"bad {what} name {name!r}", "use an identifier that is not a keyword")
-            elif name in names:
-                self.err("R006", "signature", f"name {name!r} is used twice",
-                         "give operands, the result, attributes and temps distinct names")
-            elif name in reserved or name in self.type_vars:
-                self.err("R022" if name in reserved else "R006", "signature",
-                         f"{name!r} is reserved ({'an atomic template placeholder' if name in reserved else 'a type variable'})",
-                         "rename it")
-            names.add(name)
-
-        inputs = []
-        for i, (name, type_, mem) in enumerate(st.inputs):
-            name_ok(name, "operand")
-            self.type_name(type_, "signature")
-            if mem and i:
-                self.err("R022", "signature", f"{name!r}: only the first operand can be the memory operand (mem)",
-                         "move the memory operand first")
-            inputs.append(Param(name, type_, mem))
-        out_name, out_type = st.output
-        name_ok(out_name, "result")
-        self.type_name(out_type, "signature")
-        attrs = []
-        for name, type_, default in st.attrs:
-            name_ok(name, "attribute")
-            if not self.type_name(type_, "signature", code="R021", allow_vars=False):
-                continue
-            value = None
-            if default is not None:
-                try:
-                    value = parse_value(DataType(type_), default)
-                except ScalarError as exc:
-                    self.err("R021", "signature", f"attribute {name}: " + message_and_fix(exc)[0], f"give a default that is a valid {type_}")
-            attrs.append(AttrSig(name, DataType(type_), value))
-        used = {p[1] for p in st.inputs} | {out_type}
-        for var in self.type_vars:
-            if var not in used:
-                self.err("R006", f"types.{var}", f"type variable {var} is not used in the signature",
-                         "remove it or use it in the signature")
-        if atomic:
-            mem_type = st.inputs[0][1]
-            if out_type != mem_type:
-                self.err("R022", "signature", "an atomic op's result (the new memory value) must have the memory "
-                         "operand's type", f"declare the result as {mem_type}")
-            allowed = self.type_vars.get(mem_type, (DataType(mem_type),) if mem_type in _VALUE_TYPE_NAMES else ())
-            bad = [t.value for t in allowed if t not in _ATOMIC_TYPES]
-            if bad:
-                self.err("R022", "signature", f"atomics work on u32, i32, u64 and i64 words, not {', '.join(bad)}",
-                         "restrict the memory operand's types")
-            if len(inputs) < 2:
-                self.err("R022", "signature", "an atomic op needs an operand besides the memory operand",
-                         "add the value operand")
-        self.names = names
-        if self.failed:
-            return None
-        return OpSignature(self.id, tuple(inputs), Param(out_name, out_type), tuple(self.type_vars.items()), tuple(attrs),
-                           combos)
 
     def temps(self) -> dict[str, str] | None:
         temps = {}
@@ -354,34 +225,6 @@ class _OpBuilder:
         return out
 
     # ------------------------------------------------------------------ laws, budgets, known answers
-    def when(self, text: str, fld: str, code: str = "R014") -> dict[str, tuple[DataType, ...]] | None:
-        """A restriction (a law's @, an entry of bindings): a type set of the only type variable,
-        or VAR=set; VAR=set."""
-        parts = [p.strip() for p in text.split(";")]
-        result = {}
-        for part in parts:
-            var, eq, types = part.partition("=")
-            if not eq:
-                if len(self.type_vars) != 1 or len(parts) != 1:
-                    self.err(code, fld, f"@{text}: the op has {len(self.type_vars)} type variables",
-                             "write @VAR=types for each variable you restrict, e.g. @T=int")
-                    return None
-                var, types = next(iter(self.type_vars)), part
-            var = var.strip()
-            if var in result:
-                self.err(code, fld, f"@{text}: {var} is restricted twice", f"give {var} one type set")
-                return None
-            if var not in self.type_vars:
-                self.err(code, fld, f"@{text}: {var!r} is not a type variable of the op",
-                         f"use one of {', '.join(self.type_vars) or '(none: remove the @restriction)'}")
-                return None
-            try:
-                result[var] = parse_type_set(types, self.type_vars[var])
-            except TypeSetError as exc:
-                self.err(code, fld, *message_and_fix(exc))
-                return None
-        return result
-
     def laws(self) -> tuple[LawDef, ...]:
         laws = []
         for i, text in enumerate(self.f.get("laws") or ()):

@@ -1,0 +1,149 @@
+"""The kernel's prologue in PTX: buffer addresses and lengths from the parameters, the invocation
+ids the body reads, zeroed workgroup memory, and the subgroup registers (lane id, the warp's
+existing lanes) of a program that calls collective ops."""
+
+from __future__ import annotations
+
+from ..ir.diagnostics import VyreError
+from ..ir.nodes import AXES, Access, Atomic, BufferDecl, BufLen, Id, IdKind, Load, Op, Program, Store
+from ..ir.subgroup import SUBGROUP_SIZE
+from ..ir.types import DataType
+from ..ir.walk import body_exprs, statements
+from ..registry import Registry
+from .abi import kernel_abi, shared_words
+from .registers import _Lines
+
+__all__ = ["uses_collectives"]  # and the prologue class, the emitter's base (emit/ptx.py)
+
+
+def uses_collectives(program: Program, registry: Registry) -> bool:
+    """Whether ``program`` calls a collective op (docs/semantics.md, "Subgroups")."""
+    ids = {e.op for e in body_exprs(program.body) if isinstance(e, Op)}
+    return any(registry.has_trait(i, "collective") for i in ids if i in registry)
+
+
+class _Prologue(_Lines):
+    """The entry's first lines, before the body: what every statement of the body reads."""
+
+    # --- prologue: addresses, lengths, ids, zeroed workgroup memory
+    def prologue(self) -> None:
+        self._buffer_params()
+        self._ids()
+        if uses_collectives(self.program, self.registry):
+            self.subgroup_prologue()
+        shared = [b for b in self.program.buffers if b.access is Access.WORKGROUP]
+        if shared:
+            self._zero_shared(shared)
+
+    def _buffer_params(self) -> None:
+        """The address (global) and element count of each buffer the body uses, from the parameters."""
+        used = {b for b in self._buffers_used()}
+        for param in kernel_abi(self.program).params:
+            decl = self.buffers[param.buffer]
+            if param.kind != "ptr" or decl.name not in used:
+                continue
+            base = self.reg(DataType.U64)
+            self.emit(f"ld.param.u64 {base}, [p_{decl.name}];")
+            self.emit(f"cvta.to.global.u64 {base}, {base};")
+            n = self.reg(DataType.U32)
+            self.emit(f"ld.param.u32 {n}, [n_{decl.name}];")
+            self.base[decl.name], self.length[decl.name] = base, n
+
+    def _ids(self) -> None:
+        """A register for each (kind, axis) of invocation id the body reads."""
+        ids = sorted({(e.kind, e.axis) for e in body_exprs(self.program.body) if isinstance(e, Id)},
+                     key=lambda k: (k[0].value, k[1]))
+        for kind, axis in ids:
+            ax = AXES[axis]
+            r = self.reg(DataType.U32)
+            if kind is IdKind.LOCAL:
+                self.emit(f"mov.u32 {r}, %tid.{ax};")
+            elif kind is IdKind.WORKGROUP:
+                self.emit(f"mov.u32 {r}, %ctaid.{ax};")
+            else:
+                c, n = self.reg(DataType.U32), self.reg(DataType.U32)
+                self.emit(f"mov.u32 {c}, %ctaid.{ax};")
+                self.emit(f"mov.u32 {n}, %ntid.{ax};")
+                self.emit(f"mov.u32 {r}, %tid.{ax};")
+                self.emit(f"mad.lo.u32 {r}, {c}, {n}, {r};")
+            self.ids[(kind, axis)] = r
+
+    def _zero_shared(self, shared: list[BufferDecl]) -> None:
+        """Every word of the workgroup buffers zeroed by the workgroup's threads, then a barrier."""
+        self.comment("zero the workgroup buffers, then wait for the whole workgroup")
+        lin, size, t = self.reg(DataType.U32), self.reg(DataType.U32), self.reg(DataType.U32)
+        self.emit(f"mov.u32 {lin}, %tid.z;")
+        self.emit(f"mov.u32 {t}, %ntid.y;")
+        self.emit(f"mov.u32 {size}, %tid.y;")
+        self.emit(f"mad.lo.u32 {lin}, {lin}, {t}, {size};")
+        self.emit(f"mov.u32 {t}, %ntid.x;")
+        self.emit(f"mov.u32 {size}, %tid.x;")
+        self.emit(f"mad.lo.u32 {lin}, {lin}, {t}, {size};")
+        self.emit(f"mov.u32 {size}, %ntid.x;")
+        self.emit(f"mov.u32 {t}, %ntid.y;")
+        self.emit(f"mul.lo.u32 {size}, {size}, {t};")
+        self.emit(f"mov.u32 {t}, %ntid.z;")
+        self.emit(f"mul.lo.u32 {size}, {size}, {t};")
+        for b in shared:
+            addr = self.reg(DataType.U32)
+            self.emit(f"mov.u32 {addr}, wg_{b.name};")
+            self.base[b.name] = addr
+            i, p, a = self.reg(DataType.U32), self.reg(DataType.BOOL), self.reg(DataType.U32)
+            top, done = self.label("zero"), self.label("zeroed")
+            self.emit(f"mov.u32 {i}, {lin};")
+            self.place(top)
+            self.emit(f"setp.ge.u32 {p}, {i}, {shared_words(b)};")
+            self.emit(f"@{p} bra {done};")
+            self.emit(f"mad.lo.u32 {a}, {i}, 4, {addr};")
+            self.emit(f"st.shared.u32 [{a}], 0;")
+            self.emit(f"add.u32 {i}, {i}, {size};")
+            self.emit(f"bra {top};")
+            self.place(done)
+        self.emit("bar.sync 0;")
+
+    def subgroup_prologue(self) -> None:
+        """The lane id and the mask of the lanes that exist in this invocation's warp (a partial last
+        warp of the block has fewer): the membermask from which the present lanes are voted."""
+        if self.target.subgroup_size != SUBGROUP_SIZE:
+            raise VyreError.one("E006", f"{self.target.name} has subgroups of {self.target.subgroup_size} lanes, the IR "
+                                f"{SUBGROUP_SIZE}", f"program {self.program.name!r}",
+                                "run programs with subgroup ops on a target whose subgroup size is the IR's")
+        self.comment(f"subgroups: lane id, and the lanes of this warp that exist (warps of {SUBGROUP_SIZE} threads)")
+        lane, lin, t, u = (self.reg(DataType.U32) for _ in range(4))
+        self.emit(f"mov.u32 {lane}, %laneid;")
+        self.emit(f"mov.u32 {lin}, %tid.z;")
+        self.emit(f"mov.u32 {t}, %ntid.y;")
+        self.emit(f"mov.u32 {u}, %tid.y;")
+        self.emit(f"mad.lo.u32 {lin}, {lin}, {t}, {u};")
+        self.emit(f"mov.u32 {t}, %ntid.x;")
+        self.emit(f"mov.u32 {u}, %tid.x;")
+        self.emit(f"mad.lo.u32 {lin}, {lin}, {t}, {u};")
+        self.emit(f"mov.u32 {u}, %ntid.y;")
+        self.emit(f"mul.lo.u32 {t}, {t}, {u};")
+        self.emit(f"mov.u32 {u}, %ntid.z;")
+        self.emit(f"mul.lo.u32 {t}, {t}, {u};")  # threads in the block
+        self.emit(f"and.b32 {lin}, {lin}, {-SUBGROUP_SIZE & 0xFFFFFFFF};")  # the warp's first thread
+        self.emit(f"sub.u32 {t}, {t}, {lin};")
+        self.emit(f"min.u32 {t}, {t}, {SUBGROUP_SIZE};")
+        exist = self.reg(DataType.U32)
+        self.emit(f"shl.b32 {exist}, 1, {t};")  # 1 << 32 is 0: all ones after the subtraction
+        self.emit(f"sub.u32 {exist}, {exist}, 1;")
+        self.lane_reg, self.exist_reg = lane, exist
+        self.true_reg = self.reg(DataType.BOOL)
+        self.emit(f"mov.pred {self.true_reg}, 1;")
+
+    def members(self) -> str:
+        """The present lanes of the subgroup: those that exist, less any that returned (voted)."""
+        if not self.returns:
+            return self.exist_reg
+        m = self.reg(DataType.U32)
+        self.emit(f"vote.sync.ballot.b32 {m}, {self.true_reg}, {self.exist_reg};")
+        return m
+
+    def _buffers_used(self) -> set[str]:
+        names: set[str] = set()
+        for e in body_exprs(self.program.body):
+            if isinstance(e, (Load, BufLen, Atomic)):
+                names.add(e.buffer)
+        names.update(n.buffer for n in statements(self.program.body) if isinstance(n, Store))
+        return names
