@@ -63,34 +63,22 @@ def _child(paths: Sequence[str]) -> DeviceKats:
     from ..backends import acquire
     from ..backends.cuda import cuda_available
     from ..registry import load
-    from ..routines.katrun import applies, run_kat
-    from ..routines.loader import load_routines, standard_routines_dir
-    from ..routines.runner import CompiledRoutine
+    from ..routines.loader import load_routines
+    from .routinecheck import RoutineReport, check_routine, selected_routines
 
     if not os.environ.get(SIM_ENV, "").strip() and not cuda_available():
         os.environ[SIM_ENV] = SIMULATED_STAND_IN  # this process only: no GPU here, a simulated one stands in
     registry = load(list(paths), env=False)
     found, _ = load_routines(registry)  # load errors are the parent's to report
-    std = str(standard_routines_dir())
-    mine = [found[rid] for rid in sorted(found) if not found[rid].file.startswith(std) and found[rid].kats]
-    report = DeviceKats()
+    mine = [d for d in selected_routines(found, registry, only_paths=True) if d.kats]
     if not mine:
-        return report
+        return DeviceKats()
     backend = acquire("cuda", registry=registry)
-    report.device = str(getattr(getattr(backend, "device", None), "name", "a CUDA device"))
+    device = str(getattr(getattr(backend, "device", None), "name", "a CUDA device"))
+    ran = RoutineReport()  # the parent runs this child only when every binding compiled on the reference
     for d in mine:
-        for binding in d.bindings():
-            try:
-                compiled = CompiledRoutine(d, binding, registry)
-            except VyreError:
-                continue  # the reference run reports it
-            for case in d.kats:
-                if applies(case, binding):
-                    report.kats += 1
-                    problem = run_kat(compiled, case, backend)
-                    if problem is not None:
-                        report.diagnostics.append(replace(problem, message=f"{problem.message} (on {report.device})"))
-    return report
+        check_routine(d, registry, backend, ran)
+    return DeviceKats(device, ran.kats, [replace(p, message=f"{p.message} (on {device})") for p in ran.diagnostics])
 
 
 def main(argv: Sequence[str] | None = None) -> int:

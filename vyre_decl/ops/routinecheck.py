@@ -21,7 +21,7 @@ from ..routines.loader import load_routines, routine_files, standard_routines_di
 from ..routines.model import RoutineDef
 from ..routines.runner import CompiledRoutine
 
-__all__ = ["RoutineReport", "check_routines"]
+__all__ = ["RoutineReport", "check_routine", "check_routines", "selected_routines"]
 
 
 @dataclass
@@ -42,14 +42,14 @@ class RoutineReport:
                 f"{self.kats} known answers run on the reference)")
 
 
-def _selected(routines: dict[str, RoutineDef], registry: Registry, only_paths: bool) -> list[RoutineDef]:
+def selected_routines(routines: dict[str, RoutineDef], registry: Registry, only_paths: bool) -> list[RoutineDef]:
     if not only_paths:
         return [routines[rid] for rid in sorted(routines)]
     std = str(standard_routines_dir())
     return [routines[rid] for rid in sorted(routines) if not routines[rid].file.startswith(std)]
 
 
-def _check_one(d: RoutineDef, registry: Registry, backend: object, report: RoutineReport) -> None:
+def check_routine(d: RoutineDef, registry: Registry, backend: object, report: RoutineReport) -> None:
     for binding in d.bindings():
         try:
             compiled = CompiledRoutine(d, binding, registry)
@@ -73,7 +73,7 @@ def check_routines(registry: Registry, only_paths: bool = False) -> RoutineRepor
     report.diagnostics.extend(diags)
     report.routines = len(found)
     backend = acquire("reference", registry=registry)
-    for d in _selected(found, registry, only_paths):
-        _check_one(d, registry, backend, report)
+    for d in selected_routines(found, registry, only_paths):
+        check_routine(d, registry, backend, report)
     return report
 
