@@ -123,7 +123,7 @@ def grid_basis(program: Program) -> tuple[str, ...]:
     wide = any(b.access is Access.WORKGROUP for b in program.buffers) or any(
         isinstance(e, Atomic) for e in body_exprs(program.body))
     if wide or not outputs:
-        return tuple(b.name for b in program.buffers if b.access is not Access.WORKGROUP)
+        return tuple(b.name for b in program.buffers if not b.access.is_scratch)
     return outputs
 
 

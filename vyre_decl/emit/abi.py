@@ -63,7 +63,7 @@ def shared_words(b: BufferDecl) -> int:
 
 def kernel_abi(program: Program) -> KernelABI:
     """The entry name, parameters and static workgroup memory of ``program``'s kernel."""
-    buffers = sorted((b for b in program.buffers if b.access is not Access.WORKGROUP), key=lambda b: b.binding)  # type: ignore[arg-type, return-value]
+    buffers = sorted((b for b in program.buffers if not b.access.is_scratch), key=lambda b: b.binding)  # type: ignore[arg-type, return-value]
     params = tuple(AbiParam(f"p_{b.name}", "ptr", b.name) for b in buffers)
     params += tuple(AbiParam(f"n_{b.name}", "len", b.name) for b in buffers)
     shared = sum(shared_words(b) * 4 for b in program.buffers if b.access is Access.WORKGROUP)

@@ -23,6 +23,7 @@ def vector_entry(program: Program, registry: Registry | None = None) -> str | No
 
 def _entry(name: str, abi: KernelABI, program: Program, em: _Emitter) -> list[str]:
     shared = [b for b in program.buffers if b.access is Access.WORKGROUP]
+    private = [b for b in program.buffers if b.access is Access.PRIVATE]
     return [
         f".visible .entry {name}(",
         ",\n".join(f"\t.param .{'u64' if p.kind == 'ptr' else 'u32'} {p.name}" for p in abi.params),
@@ -30,6 +31,7 @@ def _entry(name: str, abi: KernelABI, program: Program, em: _Emitter) -> list[st
         "{",
         *em.declarations(),
         *(f"\t.shared .align 16 .b8 wg_{b.name}[{shared_words(b) * 4}];" for b in shared),
+        *(f"\t.local .align 16 .b8 pv_{b.name}[{shared_words(b) * 4}];" for b in private),
         *em.lines,
         "$L_exit:",
         "\tret;",

@@ -1,12 +1,13 @@
 """The kernel's prologue in PTX: buffer addresses and lengths from the parameters, the invocation
-ids the body reads, zeroed workgroup memory, and the subgroup registers (lane id, the warp's
-existing lanes) of a program that calls collective ops."""
+ids the body reads, zeroed private arrays and workgroup memory, and the subgroup registers (lane
+id, the warp's existing lanes) of a program that calls collective ops."""
 
 from __future__ import annotations
 
 from ..ir.diagnostics import VyreError
 from ..ir.nodes import AXES, Access, Atomic, BufferDecl, BufLen, Id, IdKind, Load, Op, Program, Store
 from ..ir.subgroup import SUBGROUP_SIZE
+from ..ir.unrolling import MAX_UNROLL_COPIES
 from ..ir.types import DataType
 from ..ir.walk import body_exprs, statements
 from ..registry import Registry
@@ -31,6 +32,9 @@ class _Prologue(_Lines):
         self._ids()
         if uses_collectives(self.program, self.registry):
             self.subgroup_prologue()
+        private = [b for b in self.program.buffers if b.access is Access.PRIVATE]
+        if private:
+            self._zero_private(private)
         shared = [b for b in self.program.buffers if b.access is Access.WORKGROUP]
         if shared:
             self._zero_shared(shared)
@@ -67,6 +71,31 @@ class _Prologue(_Lines):
                 self.emit(f"mov.u32 {r}, %tid.{ax};")
                 self.emit(f"mad.lo.u32 {r}, {c}, {n}, {r};")
             self.ids[(kind, axis)] = r
+
+    def _zero_private(self, private: list[BufferDecl]) -> None:
+        """Each private array zeroed by its own invocation: a small one (at most MAX_UNROLL_COPIES
+        elements) by one store per element at a constant offset, so that it can live in registers;
+        a larger one by a loop over its words."""
+        self.comment("zero the private arrays (each invocation its own)")
+        for b in private:
+            base = self.reg(DataType.U32)
+            self.emit(f"mov.u32 {base}, pv_{b.name};")
+            self.base[b.name] = base
+            if b.count <= MAX_UNROLL_COPIES:
+                for k in range(b.count):
+                    self.emit(f"st.local.b{b.dtype.size * 8} [{base}+{k * b.dtype.size}], 0;")
+                continue
+            i, p, a = self.reg(DataType.U32), self.reg(DataType.BOOL), self.reg(DataType.U32)
+            top, done = self.label("zero_private"), self.label("zeroed_private")
+            self.emit(f"mov.u32 {i}, 0;")
+            self.place(top)
+            self.emit(f"setp.ge.u32 {p}, {i}, {shared_words(b) * 4};")
+            self.emit(f"@{p} bra {done};")
+            self.emit(f"add.u32 {a}, {base}, {i};")
+            self.emit(f"st.local.u32 [{a}], 0;")
+            self.emit(f"add.u32 {i}, {i}, 4;")
+            self.emit(f"bra {top};")
+            self.place(done)
 
     def _zero_shared(self, shared: list[BufferDecl]) -> None:
         """Every word of the workgroup buffers zeroed by the workgroup's threads, then a barrier."""

@@ -15,7 +15,13 @@ a template may write its result before it has read all its operands (the ÷0 tem
 
 Memory rules of the semantics table: loads out of bounds yield 0 and stores/atomics out of
 bounds do nothing — by a predicate on the access, never by clamping the index. Workgroup buffers
-are ``.shared`` arrays zeroed by the workgroup before the body runs.
+are ``.shared`` arrays zeroed by the workgroup before the body runs; private arrays are ``.local``
+arrays each invocation zeroes, accessed through the same computed addresses and predicates.
+
+An ``unroll`` loop is written out structurally: its body once per iteration, the counter a fresh
+register set by ``mov`` to that iteration's literal. No arithmetic is folded here: ptxas (or the
+driver's JIT) propagates the constants, drops the bounds predicates and keeps a private array whose
+every index became a constant in registers, as CUDA C's ``float acc[64]`` under ``#pragma unroll``.
 """
 
 from __future__ import annotations
@@ -79,7 +85,7 @@ class _Emitter(_Prologue):
             return self.ids[(e.kind, e.axis)], DataType.U32, False
         if isinstance(e, BufLen):
             decl = self.buffers[e.buffer]
-            if decl.access is Access.WORKGROUP:
+            if decl.access.is_scratch:  # a fixed count
                 return self.expr(Lit(DataType.U32, decl.count))
             return self.length[e.buffer], DataType.U32, False
         if isinstance(e, Load):
@@ -96,11 +102,11 @@ class _Emitter(_Prologue):
         """(predicate 'index in bounds', address register, state space)."""
         p = self.reg(DataType.BOOL)
         size = decl.dtype.size
-        if decl.access is Access.WORKGROUP:
+        if decl.access.is_scratch:
             self.emit(f"setp.lt.u32 {p}, {index}, {decl.count};")
             a = self.reg(DataType.U32)
             self.emit(f"mad.lo.u32 {a}, {index}, {size}, {self.base[decl.name]};")
-            return p, a, ".shared"
+            return p, a, ".shared" if decl.access is Access.WORKGROUP else ".local"
         self.emit(f"setp.lt.u32 {p}, {index}, {self.length[decl.name]};")
         off, a = self.reg(DataType.U64), self.reg(DataType.U64)
         self.emit(f"mul.wide.u32 {off}, {index}, {size};")
@@ -316,6 +322,9 @@ class _Emitter(_Prologue):
             self.place(other)
 
     def loop(self, n: Loop, path: str) -> None:
+        if n.unroll and isinstance(n.start, Lit) and isinstance(n.end, Lit):  # validation asks for literals
+            self.unrolled(n, n.start, n.end, path)
+            return
         self.comment(f"{path}: loop {n.var} in {print_expr(n.start)} .. {print_expr(n.end)}")
         s, t, _ = self.expr(n.start)
         end, _, owned = self.expr(n.end)
@@ -337,6 +346,20 @@ class _Emitter(_Prologue):
         self.emit(f"add.{kind} {v}, {v}, 1;")
         self.emit(f"bra {top};")
         self.place(done)
+
+    def unrolled(self, n: Loop, start: Lit, end: Lit, path: str) -> None:
+        """The body once per iteration, the counter a fresh register holding that iteration's literal."""
+        head = f"{path}: loop {n.var} in {print_expr(start)} .. {print_expr(end)} unroll"
+        first, stop = start.value, end.value
+        assert isinstance(first, int) and isinstance(stop, int)
+        for value in range(first, stop):
+            counter = Lit.of(start.dtype, value)
+            self.comment(f"{head}: {n.var} = {print_expr(counter)}")
+            r, t, _ = self.expr(counter)
+            saved = dict(self.vars)
+            self.vars[n.var] = (r, t)
+            self.body(n.body, f"{path}.body")
+            self.vars = saved
 
     def store(self, n: Store) -> None:
         decl = self.buffers[n.buffer]

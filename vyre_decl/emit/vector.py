@@ -27,7 +27,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.nodes import (
-    Access,
     Assign,
     Atomic,
     Barrier,
@@ -78,7 +77,7 @@ def map_shape(program: Program, registry: Registry | None = None) -> MapShape | 
     if registry is not None and uses_collectives(program, registry):
         return None
     buffers = {b.name: b for b in program.buffers}
-    if any(b.access is Access.WORKGROUP for b in program.buffers):
+    if any(b.access.is_scratch for b in program.buffers):  # a private array is each invocation's: one per element
         return None
     exprs = list(body_exprs(program.body))
     if any(isinstance(e, Atomic) for e in exprs):

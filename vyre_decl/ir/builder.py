@@ -233,7 +233,7 @@ class ProgramBuilder:
         binding: int | None = None,
     ) -> Buf:
         acc = access if isinstance(access, Access) else Access(access)
-        if binding is None and acc is not Access.WORKGROUP:
+        if binding is None and not acc.is_scratch:
             used = [b.binding for b in self._buffers if b.binding is not None]
             binding = max(used, default=-1) + 1
         like_name = like.name if isinstance(like, Buf) else like
@@ -255,6 +255,11 @@ class ProgramBuilder:
 
     def shared(self, name: str, dtype: DataType | str, count: int) -> Buf:
         return self.buffer(name, dtype, Access.WORKGROUP, count)
+
+    def private(self, name: str, dtype: DataType | str, count: int) -> Buf:
+        """A per-invocation array of ``count`` elements, zero at the start of each invocation; index
+        it with constants after unrolling (literals, counters of ``loop(..., unroll=True)``)."""
+        return self.buffer(name, dtype, Access.PRIVATE, count)
 
     # --- expressions
     def lit(self, value: Any, dtype: DataType | str) -> Val:
@@ -332,14 +337,15 @@ class ProgramBuilder:
         parent[-1] = If(last.cond, last.then, tuple(body))
 
     @contextmanager
-    def loop(self, var: str, start: Any, end: Any) -> Iterator[Val]:
-        """``for var in start..end`` (half-open); yields the loop variable."""
+    def loop(self, var: str, start: Any, end: Any, *, unroll: bool = False) -> Iterator[Val]:
+        """``for var in start..end`` (half-open); yields the loop variable. ``unroll`` (literal
+        bounds) emits one copy of the body per iteration, with the variable a constant in each."""
         s = lift(start, getattr(end, "dtype", None) or DataType.U32)
         e = lift(end, s.dtype)
         self._types[var] = s.dtype
         with self._nested() as body:
             yield Val(Var(var), s.dtype)
-        self._emit(Loop(var, s.expr, e.expr, tuple(body)))
+        self._emit(Loop(var, s.expr, e.expr, tuple(body), unroll))
 
     @contextmanager
     def block(self) -> Iterator[None]:

@@ -92,7 +92,10 @@ def node_to_json(n: Node) -> dict[str, Any]:
     if isinstance(n, If):
         return {"k": "if", "cond": expr_to_json(n.cond), "then": _body(n.then), "else": _body(n.otherwise)}
     if isinstance(n, Loop):
-        return {"k": "loop", "var": n.var, "from": expr_to_json(n.start), "to": expr_to_json(n.end), "body": _body(n.body)}
+        loop: dict[str, Any] = {"k": "loop", "var": n.var, "from": expr_to_json(n.start), "to": expr_to_json(n.end), "body": _body(n.body)}
+        if n.unroll:  # only when set: the hashes of programs without it stay what they were
+            loop["unroll"] = True
+        return loop
     if isinstance(n, Return):
         return {"k": "return"}
     if isinstance(n, Barrier):
@@ -197,7 +200,7 @@ def node_from_json(d: dict[str, Any]) -> Node:
     if k == "if":
         return If(expr_from_json(d["cond"]), _nodes(d["then"]), _nodes(d["else"]))
     if k == "loop":
-        return Loop(d["var"], expr_from_json(d["from"]), expr_from_json(d["to"]), _nodes(d["body"]))
+        return Loop(d["var"], expr_from_json(d["from"]), expr_from_json(d["to"]), _nodes(d["body"]), d.get("unroll") is True)
     if k == "return":
         return Return()
     if k == "barrier":

@@ -50,7 +50,8 @@ class Access(enum.Enum):
 
     ``read`` and ``uniform`` buffers are inputs; ``read_write`` buffers are inputs that are also
     returned (or outputs when flagged ``output``); ``write`` buffers are always outputs, allocated
-    and zero-filled by the runtime; ``workgroup`` buffers are per-workgroup scratch memory.
+    and zero-filled by the runtime; ``workgroup`` buffers are per-workgroup scratch memory;
+    ``private`` buffers are per-invocation arrays (registers once their indices are constants).
     """
 
     READ = "read"
@@ -58,13 +59,20 @@ class Access(enum.Enum):
     WRITE = "write"
     UNIFORM = "uniform"
     WORKGROUP = "workgroup"
+    PRIVATE = "private"
 
     def __repr__(self) -> str:
         return f"Access.{self.name}"
 
     @property
     def writable(self) -> bool:
-        return self in (Access.READ_WRITE, Access.WRITE, Access.WORKGROUP)
+        return self in (Access.READ_WRITE, Access.WRITE, Access.WORKGROUP, Access.PRIVATE)
+
+    @property
+    def is_scratch(self) -> bool:
+        """Memory the kernel owns (``workgroup``, ``private``): no binding, no kernel parameter, never
+        an input or an output, zero at the start of its workgroup / invocation."""
+        return self in (Access.WORKGROUP, Access.PRIVATE)
 
 
 class IdKind(enum.Enum):
@@ -235,12 +243,17 @@ class If(Node):
 
 @record
 class Loop(Node):
-    """``for var in start..end`` (half-open; bounds evaluated once; var is read-only)."""
+    """``for var in start..end`` (half-open; bounds evaluated once; var is read-only).
+
+    ``unroll`` (bounds must be literals) asks the emitter for one copy of the body per iteration,
+    with ``var`` a constant in each: the same meaning, and what makes ``var`` usable as an index of
+    a private array (docs/semantics.md)."""
 
     var: str
     start: Expr
     end: Expr
     body: tuple[Node, ...]
+    unroll: bool = False
 
     def __post_init__(self) -> None:
         _freeze_body(self, "body")
@@ -289,7 +302,8 @@ class BufferDecl(Record):
 
     ``count`` is the element count; 0 means sized at dispatch: by the host array for inputs, or
     by ``count_like`` (the dispatch-time count of another buffer) for outputs. ``binding`` orders
-    the kernel arguments; workgroup buffers have none. ``write`` buffers are always outputs.
+    the kernel arguments; workgroup and private buffers have none. ``write`` buffers are always
+    outputs.
     """
 
     name: str
@@ -312,7 +326,7 @@ class BufferDecl(Record):
     @property
     def is_input(self) -> bool:
         """Whether the host supplies this buffer's contents at dispatch."""
-        return self.access is not Access.WORKGROUP and not self.is_output
+        return not self.access.is_scratch and not self.is_output
 
     @property
     def is_returned(self) -> bool:

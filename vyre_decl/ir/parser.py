@@ -119,7 +119,8 @@ class Parser(ExprParser):
             start = self.expr()
             self.expect("..", "write the range as START .. END")
             end = self.expr()
-            return Loop(var, start, end, self.block())
+            unroll = self.accept("unroll")
+            return Loop(var, start, end, self.block(), unroll)
         if text == "return":
             return Return()
         if text == "barrier":

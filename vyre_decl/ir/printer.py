@@ -97,7 +97,7 @@ def _print_node(node: Node, depth: int, out: list[str]) -> None:
             _print_body(node.otherwise, depth + 1, out)
             out.append(f"{pad}}}")
     elif isinstance(node, Loop):
-        head = f"loop {node.var} in {print_expr(node.start)} .. {print_expr(node.end)} "
+        head = f"loop {node.var} in {print_expr(node.start)} .. {print_expr(node.end)} {'unroll ' if node.unroll else ''}"
         _print_block(head, node.body, depth, out)
     elif isinstance(node, Return):
         out.append(f"{pad}return")

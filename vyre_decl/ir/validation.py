@@ -16,6 +16,8 @@ V019 bad buffer declaration       V020 bad identifier             V021 bad type 
 V022 condition is not bool        V023 index is not u32           V024 bad loop bounds
 V025 too many buffers (kernel parameters)  V026 an atomic in an arm of a lazy branch
 V027 a collective (subgroup) op in divergent control flow   V028 a collective op in an arm of a lazy branch
+V029 bad private array             V030 private index not constant V031 unroll bounds not literals
+V032 unrolling copies too much     V033 atomic on a private array  (V029-V032: ``unrolling.py``)
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from .signature import OpTable, SignatureError
 from .lexer import KEYWORDS, TOKEN_RE
 from .types import DataType
 from .uniformity import divergent_barriers
+from .unrolling import private_bytes_problem, private_decl_problem, unroll_problems
 from .walk import subexprs
 
 __all__ = ["Limits", "validate", "check", "infer_type", "ExprFault", "is_identifier"]
@@ -193,6 +196,9 @@ def _atomic_type(e: Atomic, path: str, buffers: Mapping[str, BufferDecl], ops: O
     if not sig.is_atomic:
         raise ExprFault("V013", f"{e.op} is not an atomic op", "use an op of the primitive.atomic dialect", path)
     decl = _buffer(e.buffer, buffers, path)
+    if decl.access is Access.PRIVATE:
+        raise ExprFault("V033", f"atomic on private array {decl.name!r}: it belongs to one invocation",
+                        f"read, combine and store instead: {decl.name}[k] = {decl.name}[k] + v", path)
     if decl.access not in (Access.READ_WRITE, Access.WRITE, Access.WORKGROUP):
         raise ExprFault(
             "V012",
@@ -263,6 +269,8 @@ class _Validator:
         has_trait = getattr(self.ops, "has_trait", None)  # a registry knows which ops are collective
         collective = None if has_trait is None else (lambda op_id: self.ops.signature(op_id) is not None
                                                      and bool(has_trait(op_id, "collective")))
+        if not self.too_many_reported:  # past the statement limit nothing more is walked
+            self.diags += unroll_problems(self.program, collective)
         barriers, collectives = divergent_barriers(self.program, collective)
         for path in barriers:
             self.error("V014", "barrier in non-uniform control flow", path,
@@ -294,7 +302,11 @@ class _Validator:
         if shared > MAX_WORKGROUP_BYTES:
             self.error("V019", f"the workgroup buffers need {shared} bytes, more than {MAX_WORKGROUP_BYTES}", "buffers",
                        "use smaller workgroup buffers")
-        bound = sum(1 for b in p.buffers if b.access is not Access.WORKGROUP)
+        private = private_bytes_problem(p.buffers)
+        if private is not None:
+            self.error("V029", private, "buffers", "keep per-invocation arrays small (registers), and larger scratch "
+                       "in a workgroup buffer")
+        bound = sum(1 for b in p.buffers if not b.access.is_scratch)
         if bound * PARAM_BYTES_PER_BUFFER > MAX_PARAM_BYTES:
             self.error("V025", f"{bound} buffers need {bound * PARAM_BYTES_PER_BUFFER} bytes of kernel parameters, more "
                        f"than {MAX_PARAM_BYTES}", "buffers",
@@ -317,6 +329,11 @@ class _Validator:
 
     def check_buffer(self, b: BufferDecl, where: str) -> None:
         bad = lambda msg, fix: self.error("V019", f"buffer {b.name!r}: {msg}", where, fix)  # noqa: E731
+        if b.access is Access.PRIVATE:
+            problem = private_decl_problem(b)
+            if problem is not None:
+                self.error("V029", problem[0], where, problem[1])
+            return
         if not isinstance(b.count, int) or not 0 <= b.count <= _MAX_COUNT:
             bad(f"count {b.count!r} out of range", "use 0 (sized at dispatch) or a count below 2^32")
         if b.access is Access.WORKGROUP:

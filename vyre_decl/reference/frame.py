@@ -25,16 +25,18 @@ def _and(mask: Mask, other: Any) -> Any:
     return other if mask is None else mask & other
 
 
-def _lane_wg(fr: Frame) -> np.ndarray:
-    """The per-lane workgroup index of a chunk that uses workgroup memory (set before it runs)."""
-    assert fr.lane_wg is not None
-    return fr.lane_wg
+def _lane_row(fr: Frame, private: bool) -> np.ndarray:
+    """Each lane's row of a scratch buffer (set before a chunk that has one runs): its workgroup's
+    index within the chunk for workgroup memory, its own index for a private array."""
+    row = fr.lane_self if private else fr.lane_wg
+    assert row is not None
+    return row
 
 
 class Frame:
     """State of one chunk of invocations while it runs."""
 
-    __slots__ = ("n", "vars", "alive", "epoch", "mem", "counts", "lane_wg", "ids", "deadline", "ranges", "subgroups")
+    __slots__ = ("n", "vars", "alive", "epoch", "mem", "counts", "lane_wg", "lane_self", "ids", "deadline", "ranges", "subgroups")
 
     def __init__(self, n: int) -> None:
         self.n = n
@@ -44,6 +46,7 @@ class Frame:
         self.mem: dict[str, np.ndarray] = {}
         self.counts: dict[str, int] = {}
         self.lane_wg: np.ndarray | None = None  # workgroup index within the chunk, per lane
+        self.lane_self: np.ndarray | None = None  # 0 .. n-1 (u64): each lane's row of a private array
         self.ids: dict[tuple[IdKind, int], np.ndarray] = {}
         self.deadline: float | None = None
         # id(array) -> s for index arrays that are exactly s, s + 1, ..., s + n - 1 (the global id

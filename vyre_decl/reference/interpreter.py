@@ -3,7 +3,8 @@
 A Program is compiled once into a tree of Python closures; running it executes every invocation
 of a chunk of workgroups at the same time with numpy arrays (one element per invocation).
 Divergent ``if``/``loop``/``return`` are masks, workgroup buffers are one array row per
-workgroup, and statements run in lockstep, so a barrier needs no action. Atomics apply in
+workgroup and private arrays one row per invocation (``unroll`` changes nothing here), and
+statements run in lockstep, so a barrier needs no action. Atomics apply in
 invocation order: within one atomic expression, lower linear invocation ids go first.
 
 The interpreter knows structure only. Every computation is an op from the registry, evaluated
@@ -60,7 +61,7 @@ from .frame import (
     Value,
     _and,
     _barrier,
-    _lane_wg,
+    _lane_row,
     _return,
     _run_block,
     _Values,
@@ -230,7 +231,7 @@ class Compiler:
         index, _ = self.expr(e.index)
         name, dtype = decl.name, decl.dtype
         zero = to_value(dtype, np.zeros(1, dtype.storage_dtype))[0]
-        shared = decl.access is Access.WORKGROUP
+        shared, private = decl.access.is_scratch, decl.access is Access.PRIVATE  # a row per workgroup / lane
 
         def load(fr: Frame, m: Mask) -> Value:
             idx = np.asarray(index(fr, m))
@@ -239,7 +240,7 @@ class Compiler:
             if shared:
                 idx = np.broadcast_to(idx, (fr.n,))
                 ok = idx < count
-                flat = _lane_wg(fr) * np.uint64(count) + np.where(ok, idx, 0)
+                flat = _lane_row(fr, private) * np.uint64(count) + np.where(ok, idx, 0)
                 return np.where(ok, to_value(dtype, mem[flat]), zero)
             if count == 0:
                 return np.full(idx.shape, zero)
@@ -279,7 +280,7 @@ class Compiler:
                 return result
             addr = idx[lanes].astype(np.int64)
             if shared:
-                addr = addr + _lane_wg(fr)[lanes].astype(np.int64) * count
+                addr = addr + _lane_row(fr, False)[lanes].astype(np.int64) * count
             args = [np.broadcast_to(np.asarray(v, dtype), (fr.n,))[lanes] for v in values]
             mem = fr.mem[name]
             old = (apply_scan(mem, addr, args[0], combine) if scan
@@ -336,7 +337,7 @@ class Compiler:
         index, _ = self.expr(n.index)
         value, _ = self.expr(n.value)
         name, dtype = decl.name, decl.dtype
-        shared = decl.access is Access.WORKGROUP
+        shared, private = decl.access.is_scratch, decl.access is Access.PRIVATE  # a row per workgroup / lane
 
         def store(fr: Frame, m: Mask) -> None:
             idx = np.asarray(index(fr, m))
@@ -356,7 +357,7 @@ class Compiler:
             if m is not None:
                 ok = ok & m
             if shared:
-                idx = _lane_wg(fr) * np.uint64(count) + np.where(ok, idx, 0)
+                idx = _lane_row(fr, private) * np.uint64(count) + np.where(ok, idx, 0)
             raw = np.broadcast_to(raw, (fr.n,))
             if ok.all():
                 mem[idx] = raw

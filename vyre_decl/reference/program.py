@@ -1,6 +1,7 @@
 """A program compiled for the reference interpreter, and running it: the grid in chunks of whole
-workgroups (one numpy element per invocation), workgroup buffers as one row per workgroup, the ids
-the program reads, and the deadline checked between chunks."""
+workgroups (one numpy element per invocation), workgroup buffers as one row per workgroup, private
+arrays as one row per invocation, the ids the program reads, and the deadline checked between
+chunks."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from .interpreter import Compiler
 __all__ = ["CompiledProgram", "compile_program", "CHUNK_INVOCATIONS"]
 
 CHUNK_INVOCATIONS: Final = 1 << 20  # invocations executed together (whole workgroups)
+CHUNK_PRIVATE_BYTES: Final = 64 << 20  # at most this much private-array memory per chunk (fewer invocations)
 
 
 @dataclass(frozen=True)
@@ -47,8 +49,10 @@ class CompiledProgram:
         total_wgs = gx * gy * gz
         if total_wgs == 0:
             return
-        per_chunk = max(1, CHUNK_INVOCATIONS // wg_size)
         shared = [b for b in prog.buffers if b.access is Access.WORKGROUP]
+        private = [b for b in prog.buffers if b.access is Access.PRIVATE]
+        lanes = min(CHUNK_INVOCATIONS, CHUNK_PRIVATE_BYTES // max(1, sum(b.count * b.dtype.size for b in private)))
+        per_chunk = max(1, lanes // wg_size)
         deadline = None if timeout is None else time.monotonic() + timeout
         one_d = wy == wz == gy == gz == 1
         with np.errstate(all="ignore"):
@@ -65,6 +69,11 @@ class CompiledProgram:
                         fr.lane_wg = np.repeat(np.arange(nwg, dtype=np.uint64), wg_size)
                         for b in shared:
                             fr.mem[b.name] = np.zeros(nwg * b.count, b.dtype.storage_dtype)
+                            fr.counts[b.name] = b.count
+                    if private:  # zero in every invocation
+                        fr.lane_self = np.arange(n, dtype=np.uint64)
+                        for b in private:
+                            fr.mem[b.name] = np.zeros(n * b.count, b.dtype.storage_dtype)
                             fr.counts[b.name] = b.count
                     if self.collective:
                         fr.subgroups = subgroup_slots(nwg, wg_size)

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..backends import DispatchConfig
 from ..ir.diagnostics import VyreError
-from ..ir.nodes import Access, Program
+from ..ir.nodes import Program
 from ..ir.parser import parse_program
 from ..ir.types import DataType
 from ..registry import Registry
@@ -62,7 +62,7 @@ class CompiledRoutine:
         self.workgroup: dict[StepDef, int] = {}
         for step in routine.all_steps():
             program = self.programs[step] = self._kernel_program(step, registry)
-            names = [b.name for b in program.buffers if b.access is not Access.WORKGROUP]
+            names = [b.name for b in program.buffers if not b.access.is_scratch]
             if len(step.args) != len(names):
                 raise VyreError.one("U013", f"step {step.kernel} binds {len(step.args)} buffer(s), the kernel has "
                                     f"{len(names)} ({', '.join(names)})", f"{routine.file} [routine {routine.id}] "

@@ -12,7 +12,6 @@ import numpy as np
 from ... import libcuda as cu
 from ...ir.diagnostics import VyreError
 from ...emit.abi import VECTOR_LANES
-from ...ir.nodes import Access
 from ..hostio import check_timeout
 from .memory import DeviceBuffer, Pinned
 
@@ -32,7 +31,7 @@ class BoundLaunch:
                  grid: tuple[int, int, int] | None) -> None:
         dev, mem, program = pipeline.device, pipeline.memory, pipeline.program
         pipeline.usable()
-        decls = [b for b in program.buffers if b.access is not Access.WORKGROUP]
+        decls = [b for b in program.buffers if not b.access.is_scratch]
         if isinstance(buffers, Mapping):
             missing = [d.name for d in decls if d.name not in buffers]
             if missing:
