@@ -43,7 +43,7 @@ def test_every_program_example_parses_prints_and_runs(src):
 
 
 def test_the_examples_compute_what_the_document_says():
-    (_, prec, counts) = [parse_program(s) for s in _blocks("vyre")]
+    (_, prec, counts, rows) = [parse_program(s) for s in _blocks("vyre")]
     a = np.array([0x100, 7, 0xF0000000, 0xFFFFFFF1], np.uint32)
     (out,) = vyre_decl.acquire("reference").dispatch(prec, [a])
     twice = a.astype(np.float32) * 2
@@ -54,6 +54,14 @@ def test_the_examples_compute_what_the_document_says():
     x = np.arange(200, dtype=np.uint32)
     (total,) = vyre_decl.acquire("reference").dispatch(counts, [x])
     assert total[0] == (x % 3).sum()
+    x = np.arange(1, 43, dtype=np.float32)  # 10 whole rows and a partial one (its missing elements read 0)
+    m = np.arange(16, dtype=np.float32) - 7
+    (out,) = vyre_decl.acquire("reference").dispatch(rows, [x, m])
+    padded = np.concatenate([x, np.zeros(2, np.float32)]).reshape(-1, 4)
+    acc = np.zeros((len(padded), 4), np.float32)
+    for k in range(4):  # the program's order of additions
+        acc = acc + padded[:, k:k + 1] * m.reshape(4, 4)[k]
+    np.testing.assert_array_equal(out, acc.reshape(-1)[:len(x)])
 
 
 @pytest.mark.parametrize("src", _blocks("compose"))
@@ -97,7 +105,7 @@ def test_the_keyword_list_is_the_lexers():
     listed = set(re.search(r"\*\*Keywords\*\* cannot name variables or buffers: `(.*?)`, the types", DOC, re.S)
                  .group(1).split())
     types = {t.value for t in DataType}
-    access = {"read", "read_write", "write", "uniform", "workgroup"}
+    access = {"read", "read_write", "write", "uniform", "workgroup", "private"}
     assert listed | types | access == set(KEYWORDS)
 
 

@@ -11,7 +11,7 @@ two readings of the semantics agree. Interface (the driver model relies on exact
     @dataclass class Param: name: str; nbytes: int; align: int; offset: int   # in the packed buffer
     @dataclass class Finding: kind: str; kernel: str; line: int; instruction: str; context: str; message: str
         # kind: 'oob_shared' | 'shared_race' | 'divergent_barrier' | 'uninitialised_register' | 'approx'
-        #       | 'warp_divergence' | 'shfl_inactive_source'
+        #       | 'warp_divergence' | 'shfl_inactive_source' | 'oob_local' | 'uninitialised_local'
     def load_module(text: str, sm: int) -> Module   # PtxError: syntax, unknown instructions,
                                                      # .target above sm_<sm>, .version too new
     class Module: kernels: dict[str, Kernel]
@@ -27,7 +27,8 @@ deadline (past it the run raises KernelTimeout) and a dict that receives 'lane_i
 
 'approx' findings are reported with or without the sanitizer (they concern the result, not the
 program's correctness); the other kinds only with sanitize=True. Without the sanitizer, an
-out-of-bounds shared access is KernelFault 'illegal_address' instead of an 'oob_shared' finding.
+out-of-bounds shared or local access is KernelFault 'illegal_address' instead of an 'oob_shared' or
+'oob_local' finding.
 """
 
 from __future__ import annotations

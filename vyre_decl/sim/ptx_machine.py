@@ -66,6 +66,8 @@ class Machine:
         self.memory, self.params = memory, params
         self.shared = np.zeros((n_blocks, shared_bytes), dtype=np.uint8)
         self.local = np.zeros((n, local_bytes), dtype=np.uint8)
+        # which local bytes each lane has written (sanitizer): hardware's local memory starts undefined
+        self.local_written = np.zeros((n, local_bytes), dtype=np.bool_) if sanitize else None
         self.special: dict[str, np.ndarray] = {}
         self.carry = np.zeros(n, dtype=np.uint64)
         self.block_of = np.repeat(np.arange(n_blocks, dtype=np.int64), threads)

@@ -6,7 +6,8 @@ Global accesses go through DeviceMemory: outside every live allocation is Kernel
 'illegal_address' naming the address, and an address not aligned to the access size is
 'misaligned_address', as on hardware. Shared accesses outside the block's shared memory are a
 sanitizer finding 'oob_shared' (the lane reads 0, its store is dropped) or, without the sanitizer,
-KernelFault 'illegal_address'. Generic addresses map the shared window at SHARED_WINDOW and local
+KernelFault 'illegal_address'; local accesses likewise ('oob_local'), and a read of local bytes the
+thread never wrote is the finding 'uninitialised_local'. Generic addresses map the shared window at SHARED_WINDOW and local
 memory at LOCAL_WINDOW; anything else is global."""
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from .memory import MemoryFault
 from .ptx_ast import Addr, Instr, Vec
 from .ptx_machine import Fn, Machine, Mask, PType
 from .ptx_operands import Ctx, arity
-from .ptx_sanitize import shared_access
+from .ptx_sanitize import local_access, shared_access
 
 __all__ = ["DECODERS", "SHARED_WINDOW", "LOCAL_WINDOW", "Space", "read_at", "write_at", "resolve", "space_of"]
 
@@ -151,7 +152,11 @@ def read_at(m: Machine, space: str, addr: np.ndarray, idx: Any, dt: np.dtype) ->
         good = np.flatnonzero(ok)
         out[good] = m.shared.reshape(-1)[flat[good][:, None] + np.arange(dt.itemsize)].view(dt)[:, 0]
         return out
-    return _local(m, addr, idx, dt.itemsize, write=False).view(dt)[:, 0]
+    lanes, cols, ok = local_access(m, addr, idx, dt.itemsize, write=False)
+    raw = np.zeros((addr.size, dt.itemsize), dtype=np.uint8)
+    good = np.flatnonzero(ok)
+    raw[good] = m.local[lanes[good, None], cols[good]]
+    return raw.view(dt)[:, 0]
 
 
 def write_at(m: Machine, space: str, addr: np.ndarray, idx: Any, vals: np.ndarray) -> None:
@@ -168,20 +173,9 @@ def write_at(m: Machine, space: str, addr: np.ndarray, idx: Any, vals: np.ndarra
         good = np.flatnonzero(ok)
         m.shared.reshape(-1)[flat[good][:, None] + np.arange(vals.dtype.itemsize)] = raw[good]
         return
-    rows = _local(m, addr, idx, vals.dtype.itemsize, write=True)
-    m.local[rows[0], rows[1]] = raw
-
-
-def _local(m: Machine, addr: np.ndarray, idx: Any, width: int, write: bool) -> Any:
-    lanes = np.arange(m.n)[idx]
-    if (addr + np.uint64(width) > np.uint64(m.local.shape[1])).any():
-        bad = int(addr[np.flatnonzero(addr + np.uint64(width) > np.uint64(m.local.shape[1]))[0]])
-        raise m.fault("illegal_address", f"local memory offset {bad:#x} is past the thread's "
-                      f"{m.local.shape[1]} bytes")
-    cols = addr.astype(np.int64)[:, None] + np.arange(width)
-    if write:
-        return lanes[:, None], cols
-    return m.local[lanes[:, None], cols]
+    lanes, cols, ok = local_access(m, addr, idx, vals.dtype.itemsize, write=True)
+    good = np.flatnonzero(ok)
+    m.local[lanes[good, None], cols[good]] = raw[good]
 
 
 # ============================================================================ decoders

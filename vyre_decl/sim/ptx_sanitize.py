@@ -1,8 +1,10 @@
-"""The sanitizer's checks on shared memory: bounds (finding 'oob_shared', or without the sanitizer
-a KernelFault 'illegal_address'), and races between barriers (finding 'shared_race': two lanes of
-one block touch the same byte, at least one writing, with no bar.sync between them). Atomics are
-not tracked (they do not race with one another). Barrier divergence and unwritten registers are
-checked where they happen (ptx_exec, ptx_machine)."""
+"""The sanitizer's checks on shared and local memory: bounds (findings 'oob_shared' and
+'oob_local', or without the sanitizer a KernelFault 'illegal_address'), races between barriers
+(finding 'shared_race': two lanes of one block touch the same byte, at least one writing, with no
+bar.sync between them) and local bytes read before their thread wrote them (finding
+'uninitialised_local': a thread's local memory starts undefined on hardware; here it reads 0).
+Atomics are not tracked (they do not race with one another). Barrier divergence and unwritten
+registers are checked where they happen (ptx_exec, ptx_machine)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import numpy as np
 
 from .ptx_machine import Machine
 
-__all__ = ["RaceTracker", "shared_access"]
+__all__ = ["RaceTracker", "shared_access", "local_access"]
 
 
 class RaceTracker:
@@ -93,3 +95,32 @@ def shared_access(m: Machine, addr: np.ndarray, idx: Any, width: int, write: boo
         good = np.flatnonzero(ok)
         m.race.access(m, flat[good], lanes[good], width, write)
     return flat, ok
+
+
+def local_access(m: Machine, addr: np.ndarray, idx: Any, width: int, write: bool
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each active lane: its lane number, the columns of its local bytes, and whether the
+    access is in bounds (an access out of bounds is a finding and dropped, or without the sanitizer
+    a fault). A read of bytes the lane never wrote is a finding; a write marks them written."""
+    size = m.local.shape[1]
+    lanes = np.arange(m.n)[idx]
+    ok = addr + np.uint64(width) <= np.uint64(size)
+    if not ok.all():
+        bad = int(addr[np.flatnonzero(~ok)[0]])
+        what = f"{'write' if write else 'read'} of {width} bytes at local offset {bad:#x}"
+        if not m.sanitize:
+            raise m.fault("illegal_address", f"{what}: the thread has {size} bytes of local memory")
+        m.report("oob_local", f"{what}, past the thread's {size} bytes of local memory (the access is dropped)")
+    cols = np.where(ok, addr, 0).astype(np.int64)[:, None] + np.arange(width)
+    seen = m.local_written
+    if seen is not None:
+        good = np.flatnonzero(ok)
+        if write:
+            seen[lanes[good, None], cols[good]] = True
+        elif good.size and not seen[lanes[good, None], cols[good]].all():
+            k = good[np.flatnonzero(~seen[lanes[good, None], cols[good]].all(axis=1))[0]]
+            lane = int(lanes[k])
+            m.report("uninitialised_local", f"thread {lane % m.threads} of block {lane // m.threads + m.block_base} "
+                     f"reads {width} bytes at local offset {int(addr[k]):#x} before it wrote them (local memory "
+                     "starts undefined on hardware; here it reads 0)")
+    return lanes, cols, ok

@@ -9,7 +9,7 @@ __all__ = ["PtxError", "KernelFault", "KernelTimeout", "Param", "Finding", "FAUL
 
 FAULT_KINDS = ("illegal_address", "misaligned_address", "illegal_instruction", "trap")
 FINDING_KINDS = ("oob_shared", "shared_race", "divergent_barrier", "uninitialised_register", "approx", "warp_divergence",
-                 "shfl_inactive_source")
+                 "shfl_inactive_source", "oob_local", "uninitialised_local")
 
 
 class PtxError(Exception):
