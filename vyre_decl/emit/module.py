@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..ir.nodes import Access, Program
 from ..ir.validation import check
 from ..registry import Registry, default_registry
-from .abi import KernelABI, PtxModule, kernel_abi, shared_words
+from .abi import KernelABI, PtxModule, kernel_abi, private_bytes, shared_words
 from .ptx import _Emitter
 from .target import EMITTER_CONTRACT, Target, choose_target
 from .vector import VectorEmitter, map_shape
@@ -31,7 +31,7 @@ def _entry(name: str, abi: KernelABI, program: Program, em: _Emitter) -> list[st
         "{",
         *em.declarations(),
         *(f"\t.shared .align 16 .b8 wg_{b.name}[{shared_words(b) * 4}];" for b in shared),
-        *(f"\t.local .align 16 .b8 pv_{b.name}[{shared_words(b) * 4}];" for b in private),
+        *(f"\t.local .align 16 .b8 pv_{b.name}[{private_bytes(b)}];" for b in private),
         *em.lines,
         "$L_exit:",
         "\tret;",

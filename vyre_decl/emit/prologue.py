@@ -11,7 +11,7 @@ from ..ir.unrolling import MAX_UNROLL_COPIES
 from ..ir.types import DataType
 from ..ir.walk import body_exprs, statements
 from ..registry import Registry
-from .abi import kernel_abi, shared_words
+from .abi import kernel_abi, private_bytes, private_slot, shared_words
 from .registers import _Lines
 
 __all__ = ["uses_collectives"]  # and the prologue class, the emitter's base (emit/ptx.py)
@@ -82,14 +82,15 @@ class _Prologue(_Lines):
             self.emit(f"mov.u32 {base}, pv_{b.name};")
             self.base[b.name] = base
             if b.count <= MAX_UNROLL_COPIES:
+                size = private_slot(b).size
                 for k in range(b.count):
-                    self.emit(f"st.local.b{b.dtype.size * 8} [{base}+{k * b.dtype.size}], 0;")
+                    self.emit(f"st.local.b{size * 8} [{base}+{k * size}], 0;")
                 continue
             i, p, a = self.reg(DataType.U32), self.reg(DataType.BOOL), self.reg(DataType.U32)
             top, done = self.label("zero_private"), self.label("zeroed_private")
             self.emit(f"mov.u32 {i}, 0;")
             self.place(top)
-            self.emit(f"setp.ge.u32 {p}, {i}, {shared_words(b) * 4};")
+            self.emit(f"setp.ge.u32 {p}, {i}, {private_bytes(b)};")
             self.emit(f"@{p} bra {done};")
             self.emit(f"add.u32 {a}, {base}, {i};")
             self.emit(f"st.local.u32 [{a}], 0;")
