@@ -94,7 +94,7 @@ class Gen:
         if k == "if":
             return If(e(), inner, self.body(depth - 1, r.randrange(3)) if r.random() < 0.5 else ())
         if k == "loop":
-            return Loop(r.choice(NAMES), e(), e(), inner)
+            return Loop(r.choice(NAMES), e(), e(), inner, r.random() < 0.3)
         if k == "block":
             return Block(inner)
         return Region(r.choice(STRINGS), inner)
