@@ -22,11 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.nodes import Access, BufferDecl, Program
-from ..ir.types import DataType
 from .target import Target
 
-__all__ = ["AbiParam", "KernelABI", "PtxModule", "kernel_abi", "shared_words", "private_slot", "private_bytes",
-           "VECTOR_LANES"]
+__all__ = ["AbiParam", "KernelABI", "PtxModule", "kernel_abi", "shared_words", "VECTOR_LANES"]
 
 VECTOR_LANES = 4  # elements per invocation of a vectorised entry (one 128-bit access of 32-bit elements)
 
@@ -61,20 +59,6 @@ class PtxModule:
 
 def shared_words(b: BufferDecl) -> int:
     return -(-(b.count * b.dtype.size) // 4)
-
-
-def private_slot(b: BufferDecl) -> DataType:
-    """How one element of buffer ``b`` is kept in memory: as its storage type, except in a private
-    array of 8-bit integers, whose elements are 32-bit words holding the widened value (ptxas keeps a
-    local array of bytes in memory, one of 16- or 32-bit words in registers)."""
-    if b.access is Access.PRIVATE and b.dtype in (DataType.U8, DataType.I8):
-        return b.dtype.value_type
-    return b.dtype
-
-
-def private_bytes(b: BufferDecl) -> int:
-    """The bytes of private array ``b``'s ``.local`` array (whole 32-bit words)."""
-    return -(-(b.count * private_slot(b).size) // 4) * 4
 
 
 def kernel_abi(program: Program) -> KernelABI:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from ..ir.nodes import Access, Program
 from ..ir.validation import check
 from ..registry import Registry, default_registry
-from .abi import KernelABI, PtxModule, kernel_abi, private_bytes, shared_words
+from .abi import KernelABI, PtxModule, kernel_abi, shared_words
+from .private import private_bytes
 from .ptx import _Emitter
 from .target import EMITTER_CONTRACT, Target, choose_target
 from .vector import VectorEmitter, map_shape

@@ -7,12 +7,11 @@ from __future__ import annotations
 from ..ir.diagnostics import VyreError
 from ..ir.nodes import AXES, Access, Atomic, BufferDecl, BufLen, Id, IdKind, Load, Op, Program, Store
 from ..ir.subgroup import SUBGROUP_SIZE
-from ..ir.unrolling import MAX_UNROLL_COPIES
 from ..ir.types import DataType
 from ..ir.walk import body_exprs, statements
 from ..registry import Registry
-from .abi import kernel_abi, private_bytes, private_slot, shared_words
-from .registers import _Lines
+from .abi import kernel_abi, shared_words
+from .private import _PrivateMemory
 
 __all__ = ["uses_collectives"]  # and the prologue class, the emitter's base (emit/ptx.py)
 
@@ -23,7 +22,7 @@ def uses_collectives(program: Program, registry: Registry) -> bool:
     return any(registry.has_trait(i, "collective") for i in ids if i in registry)
 
 
-class _Prologue(_Lines):
+class _Prologue(_PrivateMemory):
     """The entry's first lines, before the body: what every statement of the body reads."""
 
     # --- prologue: addresses, lengths, ids, zeroed workgroup memory
@@ -71,32 +70,6 @@ class _Prologue(_Lines):
                 self.emit(f"mov.u32 {r}, %tid.{ax};")
                 self.emit(f"mad.lo.u32 {r}, {c}, {n}, {r};")
             self.ids[(kind, axis)] = r
-
-    def _zero_private(self, private: list[BufferDecl]) -> None:
-        """Each private array zeroed by its own invocation: a small one (at most MAX_UNROLL_COPIES
-        elements) by one store per element at a constant offset, so that it can live in registers;
-        a larger one by a loop over its words."""
-        self.comment("zero the private arrays (each invocation its own)")
-        for b in private:
-            base = self.reg(DataType.U32)
-            self.emit(f"mov.u32 {base}, pv_{b.name};")
-            self.base[b.name] = base
-            if b.count <= MAX_UNROLL_COPIES:
-                size = private_slot(b).size
-                for k in range(b.count):
-                    self.emit(f"st.local.b{size * 8} [{base}+{k * size}], 0;")
-                continue
-            i, p, a = self.reg(DataType.U32), self.reg(DataType.BOOL), self.reg(DataType.U32)
-            top, done = self.label("zero_private"), self.label("zeroed_private")
-            self.emit(f"mov.u32 {i}, 0;")
-            self.place(top)
-            self.emit(f"setp.ge.u32 {p}, {i}, {private_bytes(b)};")
-            self.emit(f"@{p} bra {done};")
-            self.emit(f"add.u32 {a}, {base}, {i};")
-            self.emit(f"st.local.u32 [{a}], 0;")
-            self.emit(f"add.u32 {i}, {i}, 4;")
-            self.emit(f"bra {top};")
-            self.place(done)
 
     def _zero_shared(self, shared: list[BufferDecl]) -> None:
         """Every word of the workgroup buffers zeroed by the workgroup's threads, then a barrier."""

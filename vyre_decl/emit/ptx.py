@@ -56,7 +56,7 @@ from ..ir.text import print_expr
 from ..ir.types import DataType
 from ..registry import OpDef
 from ..registry.templates import NEEDS_SM, immediate
-from .abi import private_slot
+from .private import private_slot
 from .prologue import _Prologue
 from .registers import _B16, _BITS, _MEM_TYPE, _REG
 
@@ -102,7 +102,7 @@ class _Emitter(_Prologue):
     def address(self, decl: BufferDecl, index: str) -> tuple[str, str, str]:
         """(predicate 'index in bounds', address register, state space)."""
         p = self.reg(DataType.BOOL)
-        size = private_slot(decl).size
+        size = private_slot(decl).size if decl.access is Access.PRIVATE else decl.dtype.size
         if decl.access.is_scratch:
             self.emit(f"setp.lt.u32 {p}, {index}, {decl.count};")
             a = self.reg(DataType.U32)
@@ -118,7 +118,11 @@ class _Emitter(_Prologue):
         decl = self.buffers[e.buffer]
         idx, _, _ = self.expr(e.index)
         p, a, space = self.address(decl, idx)
-        st, vt = private_slot(decl), decl.dtype.value_type  # a private 8-bit element: a word holding its value
+        st, vt = decl.dtype, decl.dtype.value_type
+        if decl.access is Access.PRIVATE:  # 8- and 64-bit elements are kept in 32-bit words (private.py)
+            word = self.private_load(decl, p, a)
+            if word is not None:
+                return word, vt, True
         if st is DataType.BOOL:
             raw, out = self.reg(DataType.U32), self.reg(DataType.BOOL)
             self.emit(f"mov.u32 {raw}, 0;")
@@ -368,14 +372,12 @@ class _Emitter(_Prologue):
         val, _, _ = self.expr(n.value)
         p, a, space = self.address(decl, idx)
         st = decl.dtype
+        if decl.access is Access.PRIVATE and self.private_store(decl, p, a, val):
+            return  # an 8- or 64-bit element, kept in 32-bit words (private.py)
         if st is DataType.BOOL:
             w = self.reg(DataType.U32)
             self.emit(f"selp.u32 {w}, 1, 0, {val};")
             self.emit(f"@{p} st{space}.u32 [{a}], {w};")
-        elif private_slot(decl) is not st:  # a private 8-bit element: its word holds the narrowed value, widened
-            w = self.reg(st.value_type)
-            self.emit(f"cvt.{_MEM_TYPE[st.value_type]}.{_MEM_TYPE[st]} {w}, {val};")
-            self.emit(f"@{p} st{space}.{_MEM_TYPE[st.value_type]} [{a}], {w};")
         elif st is DataType.BF16 and self.target.sm < _BF16_CVT_SM:
             # no cvt to bf16 before sm_80: round the f32 bits to nearest even by hand, the same
             # bits cvt.rn.bf16.f32 gives (a NaN becomes the canonical 0x7FFF)
