@@ -280,8 +280,15 @@ def test_the_sanitizer_reports_local_accesses_out_of_bounds():
 @pytest.mark.gpu
 @pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU: libcuda.so.1 cannot be loaded or reports no device")
 def test_the_tile_on_the_cuda_backend_matches_the_reference_bit_for_bit():
+    from vyre_decl import libcuda
+
     cuda = vyre_decl.acquire("cuda")
     for rows in (1, 64, 129):
         inputs, config = _tile_inputs(rows, 100 + rows)
         want, got = REF.dispatch(TILE, inputs, config), cuda.dispatch(TILE, inputs, config)
         assert len(got) == 1 and got[0].tobytes() == want[0].tobytes(), rows
+    p = parse_program(_every_type())
+    x = np.random.default_rng(9).standard_normal(1000) * 1000
+    assert cuda.dispatch(p, [x])[0].tobytes() == REF.dispatch(p, [x])[0].tobytes()
+    if not libcuda.is_simulated():  # the driver's JIT keeps the arrays in registers too
+        assert cuda.compile(TILE).occupancy().local_bytes == 0 and cuda.compile(p).occupancy().local_bytes == 0

@@ -2,7 +2,7 @@
 loads and stores of its elements.
 
 The layout is chosen so that ptxas can keep an array in registers once every index has become a
-constant: ptxas (measured with CUDA 13.5's, sm_75 and sm_90) promotes a local array accessed in 16-
+constant: ptxas (measured with CUDA 13.0's and 13.5's, sm_75 and sm_90) promotes a local array accessed in 16-
 and 32-bit words, and keeps in memory (a stack frame) one accessed in bytes or in 64-bit words. So
 an element of 8 bits is a 32-bit word holding its value widened (narrowed first, as a store
 narrows), and an element of 64 bits two 32-bit words, low word first; every other element is
