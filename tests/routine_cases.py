@@ -356,6 +356,49 @@ def _find(dtypes: dict[str, np.dtype], n: int, rng: np.random.Generator) -> Case
     return Case([x], {"byte": 250}, [np.array([hits[0] if hits.size else n], np.uint32)], [None])
 
 
+def _with_nans(x: np.ndarray, n: int) -> np.ndarray:
+    """x with a NaN at a few seeded places (none below 10 elements), for numpy's NaN rules."""
+    if n > 10:
+        x[n // 2] = x[n // 3]  # a tie
+        x[n // 5] = np.nan
+        x[(3 * n) // 4] = np.nan
+    return x
+
+
+def _lib_fold(fn: Callable[[np.ndarray], Any], empty: float) -> Callable[..., Case]:
+    def make(dtypes: dict[str, np.dtype], n: int, rng: np.random.Generator) -> Case:
+        t = dtypes["T"]
+        x = _with_nans(_values(t, n, rng), n)
+        if n == 31:
+            x[:] = np.nan  # all NaN
+        with np.errstate(all="ignore"):
+            import warnings
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                want = np.array([fn(x) if n else empty], dtype=t)
+        return Case([x], {}, [want], [None])
+    return make
+
+
+def _lib_scan(acc: Callable[[np.ndarray], np.ndarray]) -> Callable[..., Case]:
+    def make(dtypes: dict[str, np.dtype], n: int, rng: np.random.Generator) -> Case:
+        x = _with_nans(_values(dtypes["T"], n, rng), n)
+        return Case([x], {}, [acc(x) if n else x.copy()], [None])
+    return make
+
+
+def _lib_arg(fn: Callable[[np.ndarray], Any]) -> Callable[..., Case]:
+    def make(dtypes: dict[str, np.dtype], n: int, rng: np.random.Generator) -> Case:
+        x = _values(dtypes["T"], n, rng)
+        if n > 10:
+            x[n // 2] = x[n // 3]
+            if n % 2:  # odd sizes: two NaNs, the first must win
+                x[(3 * n) // 4] = x[n // 5] = np.nan
+        want = U32_MAX if n == 0 else fn(x)
+        return Case([x], {}, [np.array([want], np.uint32)], [None])
+    return make
+
+
 CASES: dict[str, Callable[..., Case]] = {
     "reduce.sum": _sum,
     "reduce.prod": _prod,
@@ -397,6 +440,14 @@ CASES: dict[str, Callable[..., Case]] = {
     "bytes.crc32": _crc("crc32"),
     "bytes.crc32c": _crc("crc32c"),
     "bytes.find": _find,
+    "lib.minimum": _lib_fold(np.min, np.inf),
+    "lib.maximum": _lib_fold(np.max, -np.inf),
+    "lib.nanmin": _lib_fold(np.nanmin, np.nan),
+    "lib.nanmax": _lib_fold(np.nanmax, np.nan),
+    "lib.cumminimum": _lib_scan(np.minimum.accumulate),
+    "lib.cummaximum": _lib_scan(np.maximum.accumulate),
+    "lib.argmin": _lib_arg(np.argmin),
+    "lib.argmax": _lib_arg(np.argmax),
 }
 
 
