@@ -159,7 +159,7 @@ loop k in 0u32 .. 4u32 unroll {
   loop j in 0u32 .. 2u32 unroll { acc[twice + j] = acc[7u32 - (k ^ j)] + select(k < 2u32, acc[k], acc[j]) }
 }
 loop h in -2i32 .. 2i32 unroll { acc[(h + 2i32) as u32] = acc[primitive.math.min(h as u32, 3u32)] }
-o[gid.x] = acc[last] + len(acc)
+o[gid.x] = acc[last] + len(acc) + acc[len(acc) - 1u32]
 """
     assert _diags(body, registry, "buffer o: write u32[64] @0\n" + PRIVATE) == []
 

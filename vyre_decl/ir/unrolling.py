@@ -9,8 +9,9 @@ V032 unrolling that copies too much      V033 an atomic on a private array
 
 The constant check is structural dataflow, never arithmetic: a *constant* is an expression built
 only of literals, counters of ``unroll`` loops, variables bound by a ``let`` of a constant and never
-assigned, and selects and ops (not collective ones) of those. A load, an id, a buffer's length, an
-atomic, a collective op or any other variable makes an expression non-constant.
+assigned, the lengths of private and workgroup arrays (fixed counts), and selects and ops (not
+collective ones) of those. A load, an id, the length of a buffer sized at dispatch, an atomic, a
+collective op or any other variable makes an expression non-constant.
 """
 
 from __future__ import annotations
@@ -112,6 +113,7 @@ class _Unrolling:
 
     def __init__(self, program: Program, collective: Callable[[str], bool] | None) -> None:
         self.private = {b.name for b in program.buffers if b.access is Access.PRIVATE}
+        self.fixed = {b.name for b in program.buffers if b.access.is_scratch}  # len() is their count
         self.assigned = {n.name for n in statements(program.body) if isinstance(n, Assign)}
         self.collective = collective
         self.diags: list[Diagnostic] = []
@@ -134,6 +136,8 @@ class _Unrolling:
             if isinstance(x, Load):
                 return f"a load from {x.buffer}"
             if isinstance(x, BufLen):
+                if x.buffer in self.fixed:
+                    continue
                 return f"len({x.buffer})"
             if isinstance(x, Id):
                 return f"{x.kind.value}.{AXES[x.axis] if x.axis in (0, 1, 2) else x.axis}"
