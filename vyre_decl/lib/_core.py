@@ -67,13 +67,18 @@ def intake(where: str, x: Any, name: str = "x") -> np.ndarray:
         raise fail("L001", where, f"{name} cannot be read as an array of numbers ({e})",
                    "pass a numpy array or a rectangular (not ragged) list of numbers") from None
     if is_bf16(arr.dtype):
-        return np.ascontiguousarray(arr)
+        return _contiguous(arr)
     if arr.dtype.kind not in "biuf" or arr.dtype.itemsize > 8:
         raise fail("L001", where, f"{name} has dtype {arr.dtype}, which is not a number vyre_decl computes with",
                    "pass bool, integer (8 to 64 bits) or float (16, 32, 64 bits) values")
     if not arr.dtype.isnative:
         arr = arr.astype(arr.dtype.newbyteorder("="))  # the same values, native byte order
-    return np.ascontiguousarray(arr)
+    return _contiguous(arr)
+
+
+def _contiguous(arr: np.ndarray) -> np.ndarray:
+    """C-contiguous, keeping a 0-d array 0-d (np.ascontiguousarray makes it 1-d)."""
+    return arr if arr.flags.c_contiguous else arr.copy(order="C")
 
 
 def exact(src: np.dtype, dst: np.dtype) -> bool:

@@ -10,7 +10,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["TABLE", "FUNCTIONS", "numpy_counterpart"]
+__all__ = ["TABLE", "FUNCTIONS", "NATIVE_WIDTH", "numpy_counterpart"]
+
+# functions whose meaning depends on the width itself (the next float16 is not the next float32
+# rounded): refused for float16/bfloat16 loops, which lib computes in float32
+NATIVE_WIDTH = frozenset({"nextafter"})
 
 _F = "primitive.float."
 _M = "primitive.math."

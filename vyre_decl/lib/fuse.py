@@ -16,7 +16,7 @@ from ..registry import default_registry
 from ._core import exact, fail, intake, is_bf16
 from ._kernel import (WORKGROUP, from_storage, literal, load, narrow, run_text, storage_type, store_value, to_storage,
                       value_type)
-from .elementwise import TABLE, numpy_counterpart
+from .elementwise import NATIVE_WIDTH, TABLE, numpy_counterpart
 
 __all__ = ["Traced", "apply", "fuse"]
 
@@ -108,6 +108,9 @@ def _loop(where: str, name: str, operands: Sequence[Any]) -> tuple[list[np.dtype
 def _form(where: str, name: str, loop_dt: np.dtype) -> str:
     kind = "b" if loop_dt == np.bool_ else loop_dt.kind
     forms = TABLE[name][1]
+    if name in NATIVE_WIDTH and value_type(loop_dt) != storage_type(loop_dt):
+        raise fail("L013", where, f"{name} is not computed for {loop_dt}: lib computes {loop_dt} in "
+                   f"{value_type(loop_dt)}, and {name}'s answer depends on the width", "pass float32 or float64 operands")
     for kinds, form in forms.items():
         if kind in kinds and _registry_takes(form, value_type(loop_dt)):
             return form
