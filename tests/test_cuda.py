@@ -460,6 +460,32 @@ def test_sm_75_code_runs_on_this_gpu_and_agrees_with_the_reference(tmp_path):
     assert "sm_75" in json.dumps(got["backend"]), got["backend"]
 
 
+def test_an_explicit_grid_equal_to_the_inferred_one_takes_the_vectorised_entry(cuda):
+    """A routine's map step gives its grid (ceil_div(len(x), 256)); the same invocations have an
+    effect as under the inferred grid, so the four-element entry runs it; any other grid does not."""
+    from vyre_decl.bench.kernels import add_program
+
+    pipe = cuda.compile(add_program("u32"))
+    a = np.arange(1000, dtype=np.uint32)
+    b = a[::-1].copy()
+    for grid, vector in (((4, 1, 1), True), ((5, 1, 1), False), ((3, 1, 1), False)):
+        launcher = pipe._prepare([a, b], DispatchConfig(grid=grid))[4]
+        assert (launcher is pipe.vector_launcher) is vector, grid
+        (out,) = pipe.dispatch([a, b], DispatchConfig(grid=grid))
+        covered = min(1000, grid[0] * 256)
+        np.testing.assert_array_equal(out[:covered], (a + b)[:covered])
+        assert not out[covered:].any()
+    bufs = [cuda.upload(a), cuda.upload(b), cuda.allocate("u32", 1000)]
+    try:
+        assert pipe.bind(bufs, (4, 1, 1)).grid == (1, 1, 1)  # 1,024 elements a workgroup of the _v4 entry
+        assert pipe.bind(bufs, (5, 1, 1)).grid == (5, 1, 1)
+        cuda.sequence([(pipe, bufs, (4, 1, 1))]).run()
+        np.testing.assert_array_equal(cuda.download(bufs[2]), a + b)
+    finally:
+        for buf in bufs:
+            cuda.free(buf)
+
+
 def test_vectorised_maps_agree_at_odd_sizes_explicit_grids_partial_stores_and_unaligned_memory(cuda):
     from vyre_decl.bench.kernels import add_program
 

@@ -4,6 +4,7 @@ PyTorch (informative). Routines run as prepared plans (one graph replay each).""
 
 from __future__ import annotations
 
+import math
 from ctypes import c_void_p
 from typing import Any, Callable
 
@@ -64,26 +65,55 @@ def library_rows(be: Any, timer: EventTimer, reps: int, quick: bool) -> list[Row
         del ck
     else:
         rows.append(skipped("sort.radix vs cupy.sort", "CuPy is not importable"))
+    if torch is not None:
+        rows += _torch_rows(be, timer, torch, plan_seconds, x, cols, reps, log2n)
+    else:
+        rows.append(skipped("matmul, softmax, GELU, SiLU and float functions vs torch", "PyTorch with CUDA is not importable"))
+    return rows
+
+
+PlanSeconds = Callable[..., float]
+
+
+def _torch_rows(be: Any, timer: EventTimer, torch: Any, plan_seconds: PlanSeconds, x: np.ndarray, cols: int,
+                reps: int, log2n: int) -> list[Row]:
+    """matmul and softmax (cols x cols), GELU and SiLU (all of x) against torch's, then the float
+    functions."""
+    rng = np.random.default_rng(1)
     a, b = (rng.standard_normal(cols * cols).astype(np.float32) for _ in range(2))
     ours = plan_seconds("linalg.matmul", [a, b], lambda out: _matmul_close(out, a, b, cols), m=cols, k=cols, n=cols)
     flops = 2 * cols**3
-    if torch is not None:
-        torch.backends.cuda.matmul.allow_tf32 = False
-        ta, tb = (torch.as_tensor(v, device="cuda").view(cols, cols) for v in (a, b))
-        theirs = torch_seconds(torch, lambda: ta @ tb, reps)
-        rows.append(Row(f"linalg.matmul f32 {cols}^2 (TFLOP/s)", flops / ours / 1e12, "torch fp32 matmul, TF32 off",
-                        flops / theirs / 1e12, "TFLOP/s", "higher", 0.40))
-        tx = torch.as_tensor(x[: cols * cols], device="cuda").view(cols, cols)
-        ours_sm = plan_seconds("nn.softmax", [x[: cols * cols]], lambda out: _softmax_close(out, x[: cols * cols], cols),
-                               cols=cols)
-        rows.append(Row(f"nn.softmax f32 {cols} x {cols} (ms)", ours_sm * 1e3, "torch softmax",
-                        torch_seconds(torch, lambda: tx.softmax(1), reps) * 1e3, "ms", "lower", 1.5))
-        assert _matmul_close((ta @ tb).cpu().numpy().reshape(-1), a, b, cols), "torch's matmul is wrong"
-        assert _softmax_close(tx.softmax(1).cpu().numpy().reshape(-1), x[: cols * cols], cols), "torch's softmax is wrong"
-        del ta, tb, tx
-        rows += _math_rows(be, timer, torch, n, reps, log2n)
-    else:
-        rows.append(skipped("matmul, softmax and float functions vs torch", "PyTorch with CUDA is not importable"))
+    torch.backends.cuda.matmul.allow_tf32 = False
+    ta, tb = (torch.as_tensor(v, device="cuda").view(cols, cols) for v in (a, b))
+    theirs = torch_seconds(torch, lambda: ta @ tb, reps)
+    rows = [Row(f"linalg.matmul f32 {cols}^2 (TFLOP/s)", flops / ours / 1e12, "torch fp32 matmul, TF32 off",
+                flops / theirs / 1e12, "TFLOP/s", "higher", 0.40)]
+    tx = torch.as_tensor(x[: cols * cols], device="cuda").view(cols, cols)
+    ours_sm = plan_seconds("nn.softmax", [x[: cols * cols]], lambda out: _softmax_close(out, x[: cols * cols], cols),
+                           cols=cols)
+    rows.append(Row(f"nn.softmax f32 {cols} x {cols} (ms)", ours_sm * 1e3, "torch softmax",
+                    torch_seconds(torch, lambda: tx.softmax(1), reps) * 1e3, "ms", "lower", 1.5))
+    assert _matmul_close((ta @ tb).cpu().numpy().reshape(-1), a, b, cols), "torch's matmul is wrong"
+    assert _softmax_close(tx.softmax(1).cpu().numpy().reshape(-1), x[: cols * cols], cols), "torch's softmax is wrong"
+    del ta, tb, tx
+    rows += _activation_rows(torch, plan_seconds, x, reps, log2n)
+    return rows + _math_rows(be, timer, torch, x.size, reps, log2n)
+
+
+def _activation_rows(torch: Any, plan_seconds: PlanSeconds, x: np.ndarray, reps: int, log2n: int) -> list[Row]:
+    """nn.gelu and nn.silu over all of x against torch's (target: no slower)."""
+    step = max(1, x.size >> 16)  # checked on every step-th element
+    xd = x[::step].astype(np.float64)
+    want = {"gelu": 0.5 * xd * (1.0 + np.array([math.erf(v / math.sqrt(2.0)) for v in xd])),
+            "silu": xd / (1.0 + np.exp(-xd))}
+    tx = torch.as_tensor(x, device="cuda")
+    rows = []
+    for name, fn in (("gelu", torch.nn.functional.gelu), ("silu", torch.nn.functional.silu)):
+        ref = want[name]
+        ours = plan_seconds(f"nn.{name}", [x], lambda out: bool(np.allclose(out[::step], ref, rtol=1e-5, atol=1e-6)))
+        rows.append(Row(f"nn.{name} f32 2^{log2n} (ms)", ours * 1e3, f"torch.nn.functional.{name}",
+                        torch_seconds(torch, lambda: fn(tx), reps) * 1e3, "ms", "lower", 1.0))
+    del tx
     return rows
 
 

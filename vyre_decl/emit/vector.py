@@ -19,7 +19,8 @@ The vector entry, for invocation g and elements 4g .. 4g+3:
   memory), with every bounds rule of the semantics.
 
 The grid of the vector entry is a quarter of the scalar one (``abi.VECTOR_LANES``); a backend
-uses it only for an inferred grid: an explicit grid keeps the scalar entry's meaning of gid.x.
+uses it only for an inferred grid, or an explicit one equal to it (then the same invocations have
+an effect); any other explicit grid keeps the scalar entry's meaning of gid.x.
 """
 
 from __future__ import annotations

@@ -57,12 +57,10 @@ class BoundLaunch:
                 raise VyreError.one("D003", f"resident buffer has {buf.count} elements, the program needs "
                                     f"{counts[d.name]}", f"buffer {d.name!r}", f"allocate at least {counts[d.name]} elements")
         function = pipeline.function
-        if grid is not None:
-            g = (int(grid[0]), int(grid[1]), int(grid[2]))
-        elif pipeline.vector_function is not None:  # an inferred grid: the vectorised entry
+        g = pipeline.plan.grid(counts) if grid is None else (int(grid[0]), int(grid[1]), int(grid[2]))
+        # an inferred grid, or an explicit one equal to it (a routine's map step): the vectorised entry
+        if pipeline.vector_function is not None and g == pipeline.plan.grid(counts):
             function, g = pipeline.vector_function, pipeline.plan.grid(counts, lanes=VECTOR_LANES)
-        else:
-            g = pipeline.plan.grid(counts)
         dev.check_grid(program, g)
         by_name = dict(zip((d.name for d in decls), items))
         self.pipeline, self.device = pipeline, dev

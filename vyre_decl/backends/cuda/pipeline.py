@@ -155,6 +155,8 @@ class CudaPipeline:
         fast = self.plan.fast(inputs, cfg, VECTOR_LANES if vector else 1)
         if fast is None:  # the general path, with every check and error
             launch = prepare(self.program, inputs, cfg, self.plan)
+            # an explicit grid equal to the inferred one is the inferred grid (a routine's map step)
+            vector = vector or (self.vector_launcher is not None and launch.grid == self.plan.grid(launch.counts))
             grid = self.plan.grid(launch.counts, lanes=VECTOR_LANES) if vector else launch.grid
             fast = [launch.memory[d.name] for d in self._inputs], launch.counts, grid
         arrays, counts, grid = fast
