@@ -122,7 +122,8 @@ def _device_slots(backend: str, devices: str) -> list[str]:
     return [f"{info.name}:{d}" for d in chosen]
 
 
-def _run(argv: Sequence[str]) -> int:
+def _parser() -> argparse.ArgumentParser:
+    """The command line of a certification or fuzz run."""
     ap = argparse.ArgumentParser(prog="python -m vyre_decl.conform",
                                  description="Certify a backend against the reference semantics.",
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -148,7 +149,11 @@ def _run(argv: Sequence[str]) -> int:
                     help="instead of certifying: run N generated programs on the backend and the reference and "
                     "compare them bit for bit (seeds from --seed); mismatches become replay capsules")
     ap.add_argument("--json", action="store_true", help="print the certificate on stdout instead of the table")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def _shard_of(args: argparse.Namespace) -> tuple[int, int] | int:
+    """(index, count) of --shard, or the exit status of a usage error in the options."""
     try:
         index, count = (int(x) for x in args.shard.split("/"))
         if not 0 <= index < count:
@@ -165,6 +170,15 @@ def _run(argv: Sequence[str]) -> int:
         return _err(f"{spread[0]} cannot be combined with {clash[0]}. Fix: leave one of them out")
     if args.shards and not spread:
         return _err("--shards goes with --devices or --dask. Fix: use --shard I/N to run one shard yourself")
+    return index, count
+
+
+def _run(argv: Sequence[str]) -> int:
+    args = _parser().parse_args(argv)
+    shard = _shard_of(args)
+    if isinstance(shard, int):
+        return shard
+    index, count = shard
 
     from .capsule import clear_capsules
     from .certify import SetupError, certify, plan
@@ -198,7 +212,7 @@ def _run(argv: Sequence[str]) -> int:
         progress(f"removed {removed} capsule(s) of an earlier run from {capsules}")
     if args.fuzz:
         return _fuzz(name, the_plan.registry, args.fuzz, args.seed, progress, capsules)
-    if spread:
+    if args.devices or args.dask:
         return _spread(args, spec, slots if args.devices else [], out, capsules, progress)
     try:
         cert = certify(spec, name, index, count, capsules, progress, the_plan)
