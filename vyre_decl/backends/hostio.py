@@ -20,6 +20,7 @@ import numpy as np
 
 from ..ir.diagnostics import VyreError
 from ..ir.nodes import Access, Atomic, BufferDecl, Lit, Op, Program
+from ..ir.ordering import uses_ordering
 from ..ir.types import DataType
 from ..ir.walk import body_exprs
 from .config import DispatchConfig
@@ -120,8 +121,7 @@ def grid_basis(program: Program) -> tuple[str, ...]:
     """The buffers whose largest element count sets an inferred grid: the outputs — or every
     non-workgroup buffer when the program uses workgroup memory or atomics, or has no outputs."""
     outputs = tuple(b.name for b in program.buffers if b.is_output)
-    wide = any(b.access is Access.WORKGROUP for b in program.buffers) or any(
-        isinstance(e, Atomic) for e in body_exprs(program.body))
+    wide = any(b.access is Access.WORKGROUP for b in program.buffers) or uses_ordering(program)
     if wide or not outputs:
         return tuple(b.name for b in program.buffers if not b.access.is_scratch)
     return outputs
@@ -400,6 +400,8 @@ def check_capabilities(program: Program, registry: Any, capabilities: frozenset[
             dialect = registry.dialects.get(op.dialect)
             for flag in dialect.requires if dialect is not None else ():
                 needs.setdefault(flag, f"op {e.op} (dialect {op.dialect} requires it)")
+    if "atomics" not in needs and uses_ordering(program):
+        needs["atomics"] = "an atomic load, store or wait"
     missing = {flag: why for flag, why in needs.items() if flag not in capabilities}
     if missing:
         flag, why = next(iter(sorted(missing.items())))

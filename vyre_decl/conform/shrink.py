@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from ..ir.nodes import Assign, Atomic, Block, Expr, If, Let, Lit, Load, Loop, Node, Op, Program, Region, Select, Store
+from ..ir.nodes import Assign, Atomic, Block, Expr, If, Let, Lit, Load, Loop, Node, Op, Program, Region, Select, Store, Wait
 from ..ir.walk import children
 from ..ir.scalars import CANONICAL_NAN, ScalarError, decode, encode
 from ..ir.types import DataType
@@ -141,7 +141,9 @@ def _with_child(e: Expr, k: int, new: Expr) -> Expr:
     if isinstance(e, Select):
         return Select(kids[0], kids[1], kids[2], e.lazy)
     if isinstance(e, Load):
-        return Load(e.buffer, kids[0])
+        return replace(e, index=kids[0])
+    if isinstance(e, Wait):
+        return replace(e, index=kids[0], value=kids[1], bound=kids[2])
     assert isinstance(e, Atomic)
     return replace(e, index=kids[0], args=tuple(kids[1:]))
 

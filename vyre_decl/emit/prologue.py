@@ -5,7 +5,7 @@ id, the warp's existing lanes) of a program that calls collective ops."""
 from __future__ import annotations
 
 from ..ir.diagnostics import VyreError
-from ..ir.nodes import AXES, Access, Atomic, BufferDecl, BufLen, Id, IdKind, Load, Op, Program, Store
+from ..ir.nodes import AXES, Access, Atomic, BufferDecl, BufLen, Id, IdKind, Load, Op, Program, Store, Wait
 from ..ir.subgroup import SUBGROUP_SIZE
 from ..ir.types import DataType
 from ..ir.walk import body_exprs, statements
@@ -146,7 +146,7 @@ class _Prologue(_PrivateMemory):
     def _buffers_used(self) -> set[str]:
         names: set[str] = set()
         for e in body_exprs(self.program.body):
-            if isinstance(e, (Load, BufLen, Atomic)):
+            if isinstance(e, (Load, BufLen, Atomic, Wait)):
                 names.add(e.buffer)
         names.update(n.buffer for n in statements(self.program.body) if isinstance(n, Store))
         return names

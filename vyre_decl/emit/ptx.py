@@ -51,11 +51,13 @@ from ..ir.nodes import (
     Select,
     Store,
     Var,
+    Wait,
 )
 from ..ir.text import print_expr
 from ..ir.types import DataType
 from ..registry import OpDef
 from ..registry.templates import NEEDS_SM, immediate
+from .ordered import _OrderedMemory, atom_qualifiers, qualifiers
 from .private import private_slot
 from .prologue import _Prologue
 from .registers import _B16, _BITS, _MEM_TYPE, _REG
@@ -65,7 +67,7 @@ __all__: list[str] = []  # the emitter class, used by emit/module.py and emit/ve
 _BF16_CVT_SM: Final = dict(NEEDS_SM)[".bf16"]  # the first target with cvt.rn.bf16.f32
 
 
-class _Emitter(_Prologue):
+class _Emitter(_Prologue, _OrderedMemory):
     """A program's body as PTX lines: expressions into registers, statements into control flow."""
 
     # --- expressions: (register, type, owned) — owned registers may be adopted by a let
@@ -97,6 +99,8 @@ class _Emitter(_Prologue):
             return self.op(e)
         if isinstance(e, Atomic):
             return self.atomic(e)
+        if isinstance(e, Wait):
+            return self.wait(e)
         raise TypeError(f"cannot emit {e!r}")
 
     def address(self, decl: BufferDecl, index: str) -> tuple[str, str, str]:
@@ -119,6 +123,8 @@ class _Emitter(_Prologue):
         idx, _, _ = self.expr(e.index)
         p, a, space = self.address(decl, idx)
         st, vt = decl.dtype, decl.dtype.value_type
+        if e.order is not None:  # an atomic load of a 32- or 64-bit word: ld.acquire.gpu.global.u32 ...
+            space = qualifiers(e.order, e.scope) + space
         if decl.access is Access.PRIVATE:  # 8- and 64-bit elements are kept in 32-bit words (private.py)
             word = self.private_load(decl, p, a)
             if word is not None:
@@ -262,10 +268,20 @@ class _Emitter(_Prologue):
         skip = self.label("atomic_oob")
         self.emit(f"@!{p} bra {skip};")
         names = {prm.name: r for prm, (r, _, _) in zip(op.signature.operands, args)}
-        names.update(addr=a, space=space, old=old)
+        names.update(addr=a, space=atom_qualifiers(e.order, e.scope) + space, old=old)
         self.fill(op, binding, names)
         self.place(skip)
         return old, decl.dtype, True
+
+    def wait(self, e: Wait) -> tuple[str, DataType, bool]:
+        """The index and the value, then the counted loop of reads (``ordered.py``); the bound is a
+        literal (validation), so its count is written into the loop."""
+        decl = self.buffers[e.buffer]
+        idx, _, _ = self.expr(e.index)
+        value, _, _ = self.expr(e.value)
+        assert isinstance(e.bound, Lit)
+        p, a, space = self.address(decl, idx)
+        return self.wait_loop(p, a, space, decl.dtype, value, e.bound.bits, e.order, e.scope), decl.dtype, True
 
     # --- statements
     def body(self, nodes: tuple[Node, ...], path: str, scoped: bool = True) -> None:
@@ -372,6 +388,8 @@ class _Emitter(_Prologue):
         val, _, _ = self.expr(n.value)
         p, a, space = self.address(decl, idx)
         st = decl.dtype
+        if n.order is not None:  # an atomic store of a 32- or 64-bit word: st.release.gpu.global.u32 ...
+            space = qualifiers(n.order, n.scope) + space
         if decl.access is Access.PRIVATE and self.private_store(decl, p, a, val):
             return  # an 8- or 64-bit element, kept in 32-bit words (private.py)
         if st is DataType.BOOL:

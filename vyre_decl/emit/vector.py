@@ -29,7 +29,6 @@ from dataclasses import dataclass
 
 from ..ir.nodes import (
     Assign,
-    Atomic,
     Barrier,
     Expr,
     Id,
@@ -41,6 +40,7 @@ from ..ir.nodes import (
     Store,
     Var,
 )
+from ..ir.ordering import uses_ordering
 from ..ir.types import DataType
 from ..ir.walk import body_exprs, statements
 from .abi import VECTOR_LANES
@@ -81,7 +81,7 @@ def map_shape(program: Program, registry: Registry | None = None) -> MapShape | 
     if any(b.access.is_scratch for b in program.buffers):  # a private array is each invocation's: one per element
         return None
     exprs = list(body_exprs(program.body))
-    if any(isinstance(e, Atomic) for e in exprs):
+    if uses_ordering(program):  # atomics, atomic loads and stores, waits: each element's access is the program's
         return None
     if any(isinstance(e, Id) and (e.kind is not IdKind.GLOBAL or e.axis != 0) for e in exprs):
         return None

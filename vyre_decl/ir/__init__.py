@@ -33,6 +33,8 @@ _EXPORTS = {
     "Lit": "nodes",
     "Load": "nodes",
     "Loop": "nodes",
+    "MemoryOrder": "nodes",
+    "MemoryScope": "nodes",
     "Node": "nodes",
     "Op": "nodes",
     "Program": "nodes",
@@ -41,6 +43,7 @@ _EXPORTS = {
     "Select": "nodes",
     "Store": "nodes",
     "Var": "nodes",
+    "Wait": "nodes",
     "AttrSig": "signature",
     "OpSignature": "signature",
     "OpTable": "signature",
@@ -78,7 +81,7 @@ def __getattr__(name: str) -> Any:
 if TYPE_CHECKING:  # pragma: no cover
     from .canonical import content_hash, dumps, from_json, loads, to_json
     from .diagnostics import Diagnostic, VyreError
-    from .nodes import AXES, Access, Assign, Atomic, Barrier, Block, BufferDecl, BufLen, Expr, Id, IdKind, If, Let, Lit, Load, Loop, Node, Op, Program, Region, Return, Select, Store, Var
+    from .nodes import AXES, Access, Assign, Atomic, Barrier, Block, BufferDecl, BufLen, Expr, Id, IdKind, If, Let, Lit, Load, Loop, MemoryOrder, MemoryScope, Node, Op, Program, Region, Return, Select, Store, Var, Wait
     from .signature import AttrSig, OpSignature, OpTable, Param, SignatureError
     from .text import ParseError, parse_expr, parse_program, print_expr, print_program
     from .types import FLOAT_TYPES, INT_TYPES, VALUE_TYPES, DataType, parse_type

@@ -37,6 +37,8 @@ from .nodes import (
     Lit,
     Load,
     Loop,
+    MemoryOrder,
+    MemoryScope,
     Node,
     Op,
     Program,
@@ -45,7 +47,10 @@ from .nodes import (
     Select,
     Store,
     Var,
+    Wait,
 )
+from .diagnostics import VyreError
+from .ordering import ORDERS, SCOPES
 from .types import DataType, parse_type
 
 __all__ = ["ProgramBuilder", "Val", "Buf"]
@@ -139,6 +144,16 @@ class Val:
     as_ = cast
 
 
+def _ordering(order: MemoryOrder | str, scope: MemoryScope | str) -> tuple[MemoryOrder, MemoryScope]:
+    """An access's order and scope from enum members or their names (V035 for anything else)."""
+    o = ORDERS.get(order) if isinstance(order, str) else order
+    sc = SCOPES.get(scope) if isinstance(scope, str) else scope
+    if not isinstance(o, MemoryOrder) or not isinstance(sc, MemoryScope):
+        raise VyreError.one("V035", f"the memory order {order!r} or scope {scope!r} is not one", "ProgramBuilder",
+                            f"use an order of {', '.join(ORDERS)} and a scope of {', '.join(SCOPES)}")
+    return o, sc
+
+
 def lift(value: Any, dtype: DataType | None = None) -> Val:
     """A Val from a Val, an IR expression or a Python number (typed like ``dtype``)."""
     if isinstance(value, Val):
@@ -180,12 +195,33 @@ class Buf:
         v = lift(value, self.decl.dtype.value_type)
         self._builder._emit(Store(self.decl.name, lift(index, DataType.U32).expr, v.expr))
 
-    def atomic(self, op: str, index: Any, *operands: Any) -> Val:
-        """``atomic OP(buf[index], operands...)``; ``op`` is an id or a primitive.atomic name."""
+    def atomic(self, op: str, index: Any, *operands: Any, order: MemoryOrder | str = "relaxed",
+               scope: MemoryScope | str = "device") -> Val:
+        """``atomic.ORDER.SCOPE OP(buf[index], operands...)``; ``op`` is an id or a primitive.atomic
+        name, ``order`` relaxed, acquire, release or acq_rel, ``scope`` workgroup or device."""
         op_id = op if "." in op else f"primitive.atomic.{op}"
         t = self.decl.dtype
         args = tuple(lift(v, t).expr for v in operands)
-        return Val(Atomic(op_id, self.decl.name, lift(index, DataType.U32).expr, args), t)
+        return Val(Atomic(op_id, self.decl.name, lift(index, DataType.U32).expr, args, *_ordering(order, scope)), t)
+
+    def atomic_load(self, index: Any, *, order: MemoryOrder | str = "relaxed", scope: MemoryScope | str = "device") -> Val:
+        """``atomic.ORDER.SCOPE buf[index]``: an atomic load (order relaxed or acquire)."""
+        return Val(Load(self.decl.name, lift(index, DataType.U32).expr, *_ordering(order, scope)),
+                   self.decl.dtype.value_type)
+
+    def atomic_store(self, index: Any, value: Any, *, order: MemoryOrder | str = "relaxed",
+                     scope: MemoryScope | str = "device") -> None:
+        """``atomic.ORDER.SCOPE buf[index] = value``: an atomic store (order relaxed or release)."""
+        v = lift(value, self.decl.dtype.value_type)
+        self._builder._emit(Store(self.decl.name, lift(index, DataType.U32).expr, v.expr, *_ordering(order, scope)))
+
+    def wait(self, index: Any, value: Any, bound: int, *, order: MemoryOrder | str = "relaxed",
+             scope: MemoryScope | str = "device") -> Val:
+        """``atomic.ORDER.SCOPE wait(buf[index], value, bound)``: read ``buf[index]`` until it differs
+        from ``value``, at most ``bound`` times; the last value read (``value`` if the bound ran out)."""
+        t = self.decl.dtype
+        return Val(Wait(self.decl.name, lift(index, DataType.U32).expr, lift(value, t).expr,
+                        lift(bound, DataType.U32).expr, *_ordering(order, scope)), t)
 
     def atomic_add(self, index: Any, value: Any) -> Val:
         return self.atomic("add", index, value)

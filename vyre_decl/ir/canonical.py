@@ -28,6 +28,8 @@ from .nodes import (
     Lit,
     Load,
     Loop,
+    MemoryOrder,
+    MemoryScope,
     Node,
     Op,
     Program,
@@ -36,6 +38,7 @@ from .nodes import (
     Select,
     Store,
     Var,
+    Wait,
 )
 from .diagnostics import nested_too_deeply
 from .types import DataType
@@ -45,13 +48,24 @@ __all__ = ["to_json", "from_json", "dumps", "loads", "content_hash", "FORMAT"]
 FORMAT: Final = "vyre_decl.program/1"
 
 
+def _ordered(d: dict[str, Any], order: MemoryOrder | None, scope: MemoryScope,
+             default: MemoryOrder | None = None) -> dict[str, Any]:
+    """``d`` with an access's memory order and scope, each only where it is not the default: the
+    hashes of programs without them stay what they were."""
+    if order is not default:
+        d["order"] = order.value if order is not None else None
+    if scope is not MemoryScope.DEVICE:
+        d["scope"] = scope.value
+    return d
+
+
 def expr_to_json(e: Expr) -> dict[str, Any]:
     if isinstance(e, Lit):
         return {"k": "lit", "t": e.dtype.value, "bits": e.bits}
     if isinstance(e, Var):
         return {"k": "var", "name": e.name}
     if isinstance(e, Load):
-        return {"k": "load", "buf": e.buffer, "index": expr_to_json(e.index)}
+        return _ordered({"k": "load", "buf": e.buffer, "index": expr_to_json(e.index)}, e.order, e.scope)
     if isinstance(e, BufLen):
         return {"k": "len", "buf": e.buffer}
     if isinstance(e, Id):
@@ -68,13 +82,16 @@ def expr_to_json(e: Expr) -> dict[str, Any]:
         return {"k": "branch" if e.lazy else "select", "cond": expr_to_json(e.cond), "a": expr_to_json(e.if_true),
                 "b": expr_to_json(e.if_false)}
     if isinstance(e, Atomic):
-        return {
+        return _ordered({
             "k": "atomic",
             "op": e.op,
             "buf": e.buffer,
             "index": expr_to_json(e.index),
             "args": [expr_to_json(a) for a in e.args],
-        }
+        }, e.order, e.scope, MemoryOrder.RELAXED)
+    if isinstance(e, Wait):
+        return _ordered({"k": "wait", "buf": e.buffer, "index": expr_to_json(e.index), "value": expr_to_json(e.value),
+                         "bound": expr_to_json(e.bound)}, e.order, e.scope, MemoryOrder.RELAXED)
     raise TypeError(f"not an expression node: {e!r}")
 
 
@@ -88,7 +105,8 @@ def node_to_json(n: Node) -> dict[str, Any]:
     if isinstance(n, Assign):
         return {"k": "assign", "name": n.name, "value": expr_to_json(n.value)}
     if isinstance(n, Store):
-        return {"k": "store", "buf": n.buffer, "index": expr_to_json(n.index), "value": expr_to_json(n.value)}
+        return _ordered({"k": "store", "buf": n.buffer, "index": expr_to_json(n.index), "value": expr_to_json(n.value)},
+                        n.order, n.scope)
     if isinstance(n, If):
         return {"k": "if", "cond": expr_to_json(n.cond), "then": _body(n.then), "else": _body(n.otherwise)}
     if isinstance(n, Loop):
@@ -159,6 +177,15 @@ def _lit(d: dict[str, Any]) -> Lit:
     return Lit(DataType(d["t"]), int(d["bits"]))
 
 
+def _order(d: dict[str, Any], default: MemoryOrder | None = None) -> MemoryOrder | None:
+    value = d.get("order", default.value if default is not None else None)
+    return None if value is None else MemoryOrder(value)
+
+
+def _scope(d: dict[str, Any]) -> MemoryScope:
+    return MemoryScope(d.get("scope", MemoryScope.DEVICE.value))
+
+
 def expr_from_json(d: dict[str, Any]) -> Expr:
     k = d["k"]
     if k == "lit":
@@ -166,7 +193,7 @@ def expr_from_json(d: dict[str, Any]) -> Expr:
     if k == "var":
         return Var(d["name"])
     if k == "load":
-        return Load(d["buf"], expr_from_json(d["index"]))
+        return Load(d["buf"], expr_from_json(d["index"]), _order(d), _scope(d))
     if k == "len":
         return BufLen(d["buf"])
     if k == "id":
@@ -181,7 +208,11 @@ def expr_from_json(d: dict[str, Any]) -> Expr:
     if k in ("select", "branch"):
         return Select(expr_from_json(d["cond"]), expr_from_json(d["a"]), expr_from_json(d["b"]), k == "branch")
     if k == "atomic":
-        return Atomic(d["op"], d["buf"], expr_from_json(d["index"]), tuple(expr_from_json(a) for a in d["args"]))
+        return Atomic(d["op"], d["buf"], expr_from_json(d["index"]), tuple(expr_from_json(a) for a in d["args"]),
+                      _order(d, MemoryOrder.RELAXED) or MemoryOrder.RELAXED, _scope(d))
+    if k == "wait":
+        return Wait(d["buf"], expr_from_json(d["index"]), expr_from_json(d["value"]), expr_from_json(d["bound"]),
+                    _order(d, MemoryOrder.RELAXED) or MemoryOrder.RELAXED, _scope(d))
     raise ValueError(f"unknown expression kind {k!r} in program JSON. Fix: produce the JSON with vyre_decl.ir.to_json")
 
 
@@ -196,7 +227,7 @@ def node_from_json(d: dict[str, Any]) -> Node:
     if k == "assign":
         return Assign(d["name"], expr_from_json(d["value"]))
     if k == "store":
-        return Store(d["buf"], expr_from_json(d["index"]), expr_from_json(d["value"]))
+        return Store(d["buf"], expr_from_json(d["index"]), expr_from_json(d["value"]), _order(d), _scope(d))
     if k == "if":
         return If(expr_from_json(d["cond"]), _nodes(d["then"]), _nodes(d["else"]))
     if k == "loop":

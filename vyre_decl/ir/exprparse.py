@@ -22,7 +22,8 @@ from typing import Final, Mapping
 from . import sugar
 from .diagnostics import message_and_fix
 from .lexer import KEYWORDS, SUFFIX_PATTERN, Token, TokenCursor
-from .nodes import AXES, Atomic, BufLen, Expr, Id, IdKind, Lit, Load, Op, Select, Var
+from .nodes import AXES, Atomic, BufLen, Expr, Id, IdKind, Lit, Load, Op, Select, Var, Wait
+from .ordering import parse_qualifiers
 from .scalars import ELEMENTS, ScalarError, element_bits, parse_value
 from .types import DataType
 
@@ -151,7 +152,7 @@ class ExprParser(TokenCursor):
     def is_call(self, text: str) -> bool:
         """Whether the name just read starts an op call, ``select``, ``branch`` or ``atomic``
         (``gid.x`` is an id and, in compose, ``T.max`` a constant, unless a call follows)."""
-        if text in ("select", "branch", "atomic"):
+        if text in ("select", "branch", "atomic") or text.startswith("atomic."):
             return True
         if "." not in text or self.call_follows():
             return "." in text
@@ -189,25 +190,50 @@ class ExprParser(TokenCursor):
         self.expect("]")
         return self.made(Load(text, index), self.height + 1, tok)
 
+    def atomic_form(self, tok: Token, op: Token) -> str:
+        """What follows ``atomic[.order][.scope]`` (``tok``), from its next token ``op``: ``load``
+        (``buf[i]``), ``wait`` (``wait(buf[i], value, bound)``) or ``rmw`` (an op call on a buffer
+        element); P002 for anything else."""
+        follows = self.peek()[1]
+        if op[0] == "name" and "." not in op[1] and (follows == "[" or follows == "(" and op[1] == "wait"):
+            return "load" if follows == "[" else "wait"
+        if op[0] != "name" or "." not in op[1]:
+            self.error(op, "P002", f"expected an atomic op id, wait(...) or a buffer element after {tok[1]}, found "
+                       f"{self.describe(op)}", "write atomic primitive.atomic.add(buf[i], value), "
+                       "atomic.acquire buf[i] or atomic.acquire wait(buf[i], 0u32, 1024u32)")
+        return "rmw"
+
     def named(self, tok: Token) -> Expr:
         """An op call, ``select``/``branch`` or ``atomic``, whose operands are parsed here."""
         text, args = tok[1], []
-        if text == "atomic":
+        if text == "atomic" or text.startswith("atomic."):  # parsed here: a level costs no more frames
+            found = parse_qualifiers(text)
+            if isinstance(found, str):
+                self.error(tok, "P014", found, "write atomic, atomic.acquire, atomic.release.workgroup, ...")
+            order, scope = found
             op = self.next()
-            if op[0] != "name" or "." not in op[1]:
-                self.error(op, "P002", f"expected an atomic op id, found {self.describe(op)}",
-                           "write atomic primitive.atomic.add(buf[i], value)")
+            form = self.atomic_form(tok, op)
+            if form == "load":
+                self.i += 1
+                index = self.expr(grouped=True)
+                self.expect("]")
+                return self.made(Load(op[1], index, order, scope), self.height + 1, tok)
             self.expect("(")
             buf = self.ident("a buffer name")
             self.expect("[")
-            index = self.expr(grouped=True)
+            args.append(self.expr(grouped=True))
             height = self.height
             self.expect("]")
             while self.accept(","):
                 args.append(self.expr(grouped=True))
                 height = max(height, self.height)
             self.expect(")")
-            return self.made(Atomic(op[1], buf, index, tuple(args)), height + 1, tok)
+            if form == "rmw":
+                return self.made(Atomic(op[1], buf, args[0], tuple(args[1:]), order, scope), height + 1, tok)
+            if len(args) != 3:
+                self.error(op, "P002", f"wait takes a buffer element, a value and a bound; found {len(args) - 1} "
+                           "operand(s) after the element", "write atomic.acquire wait(flags[i], 0u32, 1024u32)")
+            return self.made(Wait(buf, args[0], args[1], args[2], order, scope), height + 1, tok)
         attrs, types = self.op_header() if "." in text else ({}, {})
         self.expect("(", f"call the op: {text}(args)")
         height = 0

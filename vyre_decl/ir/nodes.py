@@ -27,6 +27,9 @@ __all__ = [
     "Op",
     "Select",
     "Atomic",
+    "Wait",
+    "MemoryOrder",
+    "MemoryScope",
     "Node",
     "Let",
     "Assign",
@@ -87,6 +90,32 @@ class IdKind(enum.Enum):
         return f"IdKind.{self.name}"
 
 
+class MemoryOrder(enum.Enum):
+    """How an atomic access orders the other memory accesses of its invocation (docs/semantics.md,
+    "Ordered atomics"): ``relaxed`` not at all; an ``acquire`` read makes what the writer it reads
+    from wrote before its ``release`` write visible to what follows; ``acq_rel`` is both (a
+    read-modify-write only). The enum value is the text's qualifier (``atomic.acquire``)."""
+
+    RELAXED = "relaxed"
+    ACQUIRE = "acquire"
+    RELEASE = "release"
+    ACQ_REL = "acq_rel"
+
+    def __repr__(self) -> str:
+        return f"MemoryOrder.{self.name}"
+
+
+class MemoryScope(enum.Enum):
+    """Which invocations an atomic access synchronises with: those of its own ``workgroup``, or of
+    the whole ``device`` (every workgroup of the dispatch). The value is the text's qualifier."""
+
+    WORKGROUP = "workgroup"
+    DEVICE = "device"
+
+    def __repr__(self) -> str:
+        return f"MemoryScope.{self.name}"
+
+
 # ----------------------------------------------------------------------------- expressions
 
 
@@ -122,10 +151,16 @@ class Var(Expr):
 
 @record
 class Load(Expr):
-    """Element ``index`` of ``buffer`` (0 when out of bounds), widened to its value type."""
+    """Element ``index`` of ``buffer`` (0 when out of bounds), widened to its value type.
+
+    With an ``order`` it is an atomic load (written ``atomic.acquire buf[i]``): a 32- or 64-bit word
+    read whole, ordered as ``order`` says within ``scope``. Without one it is a plain load (and
+    ``scope`` must stay the default)."""
 
     buffer: str
     index: Expr
+    order: MemoryOrder | None = None
+    scope: MemoryScope = MemoryScope.DEVICE
 
 
 @record
@@ -181,15 +216,35 @@ class Atomic(Expr):
 
     ``args`` are the op's operands after the memory operand (e.g. the value to add, or the
     expected and new values of a compare-exchange). Out of bounds it does nothing and yields 0.
+    ``order`` and ``scope`` (written ``atomic.acq_rel.workgroup op(...)``) default to a relaxed
+    atomic of device scope, what every atomic was before they existed.
     """
 
     op: str
     buffer: str
     index: Expr
     args: tuple[Expr, ...]
+    order: MemoryOrder = MemoryOrder.RELAXED
+    scope: MemoryScope = MemoryScope.DEVICE
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "args", tuple(self.args))
+
+
+@record
+class Wait(Expr):
+    """A bounded wait on a flag: read ``buffer[index]`` atomically (``order`` relaxed or acquire,
+    within ``scope``) until the value read differs from ``value`` or ``bound`` reads (a positive u32
+    literal) were made; yields the last value read. So it yields ``value`` itself when the bound ran
+    out. Out of bounds it reads nothing and yields 0. The reference reads once (docs/semantics.md,
+    "Bounded waits"): a program whose result depends on which outcome occurs is not portable."""
+
+    buffer: str
+    index: Expr
+    value: Expr
+    bound: Expr
+    order: MemoryOrder = MemoryOrder.RELAXED
+    scope: MemoryScope = MemoryScope.DEVICE
 
 
 # ----------------------------------------------------------------------------- statements
@@ -224,11 +279,16 @@ class Assign(Node):
 
 @record
 class Store(Node):
-    """``buffer[index] = value`` (narrowed to the element type; dropped when out of bounds)."""
+    """``buffer[index] = value`` (narrowed to the element type; dropped when out of bounds).
+
+    With an ``order`` it is an atomic store (``atomic.release buf[i] = v``): the word written whole,
+    ordered as ``order`` says within ``scope``; without one a plain store."""
 
     buffer: str
     index: Expr
     value: Expr
+    order: MemoryOrder | None = None
+    scope: MemoryScope = MemoryScope.DEVICE
 
 
 @record

@@ -12,8 +12,9 @@ from typing import Final, Mapping
 
 from .diagnostics import Diagnostic
 from .exprparse import MAX_NESTING, ExprParser
-from .lexer import KEYWORDS, ParseError
+from .lexer import KEYWORDS, ParseError, Token
 from .nodes import Access, Assign, Barrier, Block, BufferDecl, Expr, If, Let, Loop, Node, Program, Region, Return, Store
+from .ordering import parse_qualifiers
 from .types import DataType
 
 __all__ = ["Parser", "parse_program", "parse_expr", "read_program", "MAX_NESTING", "MAX_PROGRAM_TEXT"]
@@ -105,6 +106,8 @@ class Parser(ExprParser):
         tok = kind, text, _ = self.peek()
         if kind == "punct" and text == "{":
             return Block(self.block())
+        if kind == "name" and (text == "atomic" or text.startswith("atomic.")):
+            return self.atomic_store(tok)
         if kind != "name" or (text in KEYWORDS and text not in _STATEMENTS):
             self.error(tok, "P002", f"expected a statement, found {self.describe(tok)}",
                        "statements are let, assignment, store, if, loop, return, barrier, region or a { block }")
@@ -137,6 +140,23 @@ class Parser(ExprParser):
             return Assign(text, self.expr())
         self.error(tok, "P002", f"expected a statement, found {self.describe(tok)}",
                    "statements are let, assignment, store, if, loop, return, barrier, region or a { block }")
+
+    def atomic_store(self, tok: Token) -> Store:
+        """``atomic[.order][.scope] buf[index] = value``: an atomic store."""
+        found = parse_qualifiers(text := tok[1])
+        if isinstance(found, str):
+            self.error(tok, "P014", found, "write atomic buf[i] = v or atomic.release buf[i] = v (scope: .workgroup)")
+        self.i += 1
+        name = self.ident("a buffer name")
+        if not self.at("["):
+            self.error(self.peek(), "P002", f"a statement starting with {text} is an atomic store, buf[index] = value; "
+                       f"found {self.describe(self.peek())} after {name}", f"write {text} {name}[i] = value, or bind "
+                       f"an atomic expression with let: let old = {text} primitive.atomic.add(...)")
+        self.i += 1
+        index = self.expr(grouped=True)
+        self.expect("]")
+        self.expect("=", "an atomic store is written atomic.release buf[index] = value")
+        return Store(name, index, self.expr(), *found)
 
     def region(self) -> Region:
         gen = self.next()

@@ -29,8 +29,10 @@ from .nodes import (
     Select,
     Store,
     Var,
+    Wait,
 )
 from .diagnostics import nested_too_deeply
+from .ordering import qualifier_text
 from .scalars import format_literal
 
 __all__ = ["print_program", "print_expr"]
@@ -89,7 +91,8 @@ def _print_node(node: Node, depth: int, out: list[str]) -> None:
     elif isinstance(node, Assign):
         out.append(f"{pad}{node.name} = {print_expr(node.value)}")
     elif isinstance(node, Store):
-        out.append(f"{pad}{node.buffer}[{print_expr(node.index)}] = {print_expr(node.value)}")
+        atomic = "" if node.order is None else qualifier_text(node.order, node.scope) + " "
+        out.append(f"{pad}{atomic}{node.buffer}[{print_expr(node.index)}] = {print_expr(node.value)}")
     elif isinstance(node, If):
         _print_block(f"if {print_expr(node.cond)} ", node.then, depth, out)
         if node.otherwise:
@@ -131,7 +134,8 @@ def _expr(e: Expr) -> tuple[str, int]:
     if isinstance(e, Var):
         return e.name, prim
     if isinstance(e, Load):
-        return f"{e.buffer}[{print_expr(e.index)}]", prim
+        atomic = "" if e.order is None else qualifier_text(e.order, e.scope) + " "
+        return f"{atomic}{e.buffer}[{print_expr(e.index)}]", prim
     if isinstance(e, BufLen):
         return f"len({e.buffer})", prim
     if isinstance(e, Id):
@@ -141,7 +145,10 @@ def _expr(e: Expr) -> tuple[str, int]:
         return f"{name}({print_expr(e.cond)}, {print_expr(e.if_true)}, {print_expr(e.if_false)})", prim
     if isinstance(e, Atomic):
         args = "".join(", " + print_expr(a) for a in e.args)
-        return f"atomic {e.op}({e.buffer}[{print_expr(e.index)}]{args})", prim
+        return f"{qualifier_text(e.order, e.scope)} {e.op}({e.buffer}[{print_expr(e.index)}]{args})", prim
+    if isinstance(e, Wait):
+        return (f"{qualifier_text(e.order, e.scope)} wait({e.buffer}[{print_expr(e.index)}], {print_expr(e.value)}, "
+                f"{print_expr(e.bound)})", prim)
     if isinstance(e, Op):
         return _op_expr(e)
     raise TypeError(f"not an expression node: {e!r}")

@@ -41,6 +41,7 @@ from .nodes import (
     Select,
     Store,
     Var,
+    Wait,
 )
 from .walk import statements
 
@@ -99,6 +100,8 @@ def _with_paths(e: Expr, path: str) -> Iterator[tuple[Expr, str]]:
             kids = [(x.index, f"{p}.index")]
         elif isinstance(x, Atomic):
             kids = [(x.index, f"{p}.index")] + [(a, f"{p}.args[{i}]") for i, a in enumerate(x.args)]
+        elif isinstance(x, Wait):
+            kids = [(x.index, f"{p}.index"), (x.value, f"{p}.value"), (x.bound, f"{p}.bound")]
         else:
             kids = []
         stack.extend(reversed(kids))
@@ -141,7 +144,7 @@ class _Unrolling:
                 return f"len({x.buffer})"
             if isinstance(x, Id):
                 return f"{x.kind.value}.{AXES[x.axis] if x.axis in (0, 1, 2) else x.axis}"
-            return "an atomic" if isinstance(x, Atomic) else f"a {type(x).__name__}"
+            return "an atomic" if isinstance(x, Atomic) else "a wait" if isinstance(x, Wait) else f"a {type(x).__name__}"
         return None
 
     def indices(self, n: Node, path: str, consts: set[str]) -> None:

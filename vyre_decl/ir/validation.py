@@ -18,6 +18,7 @@ V025 too many buffers (kernel parameters)  V026 an atomic in an arm of a lazy br
 V027 a collective (subgroup) op in divergent control flow   V028 a collective op in an arm of a lazy branch
 V029 bad private array             V030 private index not constant V031 unroll bounds not literals
 V032 unrolling copies too much     V033 atomic on a private array  (V029-V032: ``unrolling.py``)
+V035-V038 ordered atomics and waits: orders, scopes, buffers, bounds (``ordering.py``)
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from .nodes import (
     Lit,
     Load,
     Loop,
+    MemoryScope,
     Node,
     Op,
     Program,
@@ -51,7 +53,9 @@ from .nodes import (
     Select,
     Store,
     Var,
+    Wait,
 )
+from .ordering import Problem, access_problem, wait_problem
 from .signature import OpTable, SignatureError
 from .lexer import KEYWORDS, TOKEN_RE
 from .types import DataType
@@ -64,6 +68,7 @@ __all__ = ["Limits", "validate", "check", "infer_type", "ExprFault", "is_identif
 _IDENT_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _LOOP_TYPES: Final = (DataType.U32, DataType.I32, DataType.U64, DataType.I64)
 _MAX_COUNT: Final = 2**32 - 1
+_DEVICE: Final = MemoryScope.DEVICE
 
 
 MAX_EXPR_DEPTH: Final = 128
@@ -149,6 +154,8 @@ def infer_type(
     if isinstance(e, Load):
         decl = _buffer(e.buffer, buffers, path)
         index_u32(e.index)
+        if e.order is not None or e.scope is not _DEVICE:  # an atomic load
+            _fault(access_problem("load", decl, e.order, e.scope), path)
         return decl.dtype.value_type
     if isinstance(e, Select):
         return _select_type(e, path, ty)
@@ -156,10 +163,20 @@ def infer_type(
         return _op_type(e, path, ops, ty)
     if isinstance(e, Atomic):
         return _atomic_type(e, path, buffers, ops, ty, index_u32)
+    if isinstance(e, Wait):
+        decl = _buffer(e.buffer, buffers, path)
+        index_u32(e.index)
+        _fault(wait_problem(e, decl, ty(e.value, "value"), ty(e.bound, "bound")), path)
+        return decl.dtype
     raise ExprFault("V020", f"not an expression node: {type(e).__name__}", "build expressions from vyre_decl.ir nodes", path)
 
 
 _Typer = Callable[[Expr, str], DataType]  # a child expression's type, by its field name
+
+
+def _fault(problem: Problem | None, path: str) -> None:
+    if problem is not None:
+        raise ExprFault(*problem, path)
 
 
 def _select_type(e: Select, path: str, ty: _Typer) -> DataType:
@@ -219,6 +236,7 @@ def _atomic_type(e: Atomic, path: str, buffers: Mapping[str, BufferDecl], ops: O
         sig.bind(arg_types)
     except SignatureError as err:
         raise ExprFault("V013" if err.code == "V007" else err.code, err.message, err.fix, path) from None
+    _fault(access_problem("atomic", decl, e.order, e.scope), path)
     return decl.dtype
 
 
@@ -434,6 +452,10 @@ class _Validator:
             if t is not None and t is not want:
                 self.error("V007", f"buffer {decl.name!r} stores {want} values ({decl.dtype} in memory), got {t}",
                            f"{path}.value", f"cast the value: `... as {want}`")
+            ordered = n.order is not None or n.scope is not _DEVICE  # an atomic store
+            problem = access_problem("store", decl, n.order, n.scope) if ordered else None
+            if problem is not None:
+                self.error(problem[0], problem[1], path, problem[2])
         elif isinstance(n, If):
             t = self.type_of(n.cond, f"{path}.cond")
             if t is not None and t is not DataType.BOOL:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from .record import replace
 from typing import Iterator, Mapping, Sequence
 
-from .nodes import Assign, Atomic, Block, Expr, If, Let, Load, Loop, Node, Op, Region, Select, Store, Var
+from .nodes import Assign, Atomic, Block, Expr, If, Let, Load, Loop, Node, Op, Region, Select, Store, Var, Wait
 
 __all__ = ["children", "subexprs", "statements", "body_exprs", "substitute"]
 
@@ -20,6 +20,8 @@ def children(e: Expr) -> tuple[Expr, ...]:
         return (e.index,)
     if isinstance(e, Atomic):
         return (e.index, *e.args)
+    if isinstance(e, Wait):
+        return (e.index, e.value, e.bound)
     return ()
 
 
@@ -32,9 +34,12 @@ def substitute(e: Expr, names: Mapping[str, Expr]) -> Expr:
     if isinstance(e, Select):
         return Select(substitute(e.cond, names), substitute(e.if_true, names), substitute(e.if_false, names), e.lazy)
     if isinstance(e, Load):
-        return Load(e.buffer, substitute(e.index, names))
+        return replace(e, index=substitute(e.index, names))
     if isinstance(e, Atomic):
         return replace(e, index=substitute(e.index, names), args=tuple(substitute(a, names) for a in e.args))
+    if isinstance(e, Wait):
+        return replace(e, index=substitute(e.index, names), value=substitute(e.value, names),
+                       bound=substitute(e.bound, names))
     return e
 
 

@@ -46,6 +46,7 @@ from ..ir.nodes import (
     Select,
     Store,
     Var,
+    Wait,
 )
 from ..ir.scalars import to_numpy
 from ..ir.signature import Binding
@@ -69,6 +70,7 @@ from .frame import (
 )
 from .kernels import KERNELS, ufunc
 from .memory import to_storage, to_value
+from .ordered import store_in_order, wait_function
 
 __all__ = ["Compiler", "op_function", "collective_function"]
 
@@ -204,6 +206,9 @@ class Compiler:
             return self.op(e)
         if isinstance(e, Atomic):
             return self.atomic(e)
+        if isinstance(e, Wait):  # the index, value and bound in that order, then one read (ordered.py)
+            decl = self.buffers[e.buffer]
+            return wait_function(decl, self.expr(e.index)[0], self.expr(e.value)[0], self.expr(e.bound)[0]), decl.dtype
         raise TypeError(f"cannot interpret {e!r}")
 
     def op(self, e: Op) -> tuple[ExprFn, DataType]:
@@ -338,6 +343,7 @@ class Compiler:
         value, _ = self.expr(n.value)
         name, dtype = decl.name, decl.dtype
         shared, private = decl.access.is_scratch, decl.access is Access.PRIVATE  # a row per workgroup / lane
+        atomic = n.order is not None  # an atomic store: lanes storing to one element do so in lane order
 
         def store(fr: Frame, m: Mask) -> None:
             idx = np.asarray(index(fr, m))
@@ -359,7 +365,9 @@ class Compiler:
             if shared:
                 idx = _lane_row(fr, private) * np.uint64(count) + np.where(ok, idx, 0)
             raw = np.broadcast_to(raw, (fr.n,))
-            if ok.all():
+            if atomic:
+                store_in_order(mem, idx[ok], raw[ok])
+            elif ok.all():
                 mem[idx] = raw
             else:
                 mem[idx[ok]] = raw[ok]

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Final, Mapping
 
 from ..ir.diagnostics import Diagnostic, message_and_fix
-from ..ir.nodes import Atomic, BufLen, Expr, Id, Load
+from ..ir.nodes import Atomic, BufLen, Expr, Id, Load, Wait
 from ..ir.compose import ComposeBudget, ComposeBudgetError, UnrollLimitError, parse_compose
 from ..ir.lexer import ParseError
 from ..ir.scalars import ScalarError
@@ -340,5 +340,5 @@ def _text(compose: Any) -> str | None:
 
 
 def _impure(e: Expr) -> str | None:
-    bad = next((x for x in subexprs(e) if isinstance(x, (Load, Atomic, Id, BufLen))), None)
+    bad = next((x for x in subexprs(e) if isinstance(x, (Load, Atomic, Wait, Id, BufLen))), None)
     return type(bad).__name__ if bad is not None else None

@@ -15,6 +15,7 @@ from .ptx_ast import Addr, Instr
 from .ptx_machine import Fn, Machine, Mask, PType
 from .ptx_mem import Space, read_at, resolve, space_of, write_at
 from .ptx_operands import Ctx
+from .ptx_order import check_order
 
 __all__ = ["DECODERS"]
 
@@ -105,6 +106,7 @@ def dec_atom(ins: Instr, ctx: Ctx) -> Fn:
     space, rest = space_of(ctx, ins.mods)
     if space not in ("global", "shared", "generic"):
         raise ctx.error(f"{ins.opcode} on .{space} memory does not exist")
+    check_order(ctx, ins.opcode, ins.mods, space)
     if len(rest) != 2 or rest[0] not in _OPS or rest[1] not in _OPS[rest[0]]:
         raise ctx.error(f"unsupported {ins.opcode} form .{'.'.join(rest)}")
     op, t = rest[0], ctx.ptype(rest[1])

@@ -124,7 +124,7 @@ def decode(ent: Entry, mod: ModuleAst) -> Program:
     shared.update({v.name: dyn_start for v in dynamic})
     local, local_end = _layout(ent.local)
     params, param_bytes = _params(ent)
-    ctx = Ctx(ent.name, mod.target, regs, labels, shared, local, {p.name: p for p in params})
+    ctx = Ctx(ent.name, mod.target, regs, labels, shared, local, {p.name: p for p in params}, version=mod.version)
     ops = [_decode_one(ins, ctx) for ins in instrs]
     end = instrs[-1].line if instrs else ent.line
     ops.append(Op(EXIT, Instr(end, None, "ret", (), (), "(the end of the entry)", "")))  # falling off the end

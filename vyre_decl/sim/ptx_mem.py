@@ -1,6 +1,7 @@
 """Memory instructions: ld and st (.global .shared .local .param and generic addresses; .v2/.v4;
-caching, .nc and ordering qualifiers accepted and given no meaning), cvta, atom and red (in lane
-order: a defined order), membar/fence (no-ops: lanes run in program order).
+caching, .nc and ordering qualifiers accepted and given no meaning, once ``ptx_order`` has checked the
+orders and scopes as ptxas does), cvta, atom and red (in lane order: a defined order), membar/fence
+(checked by ``ptx_order``; no-ops: lanes run in program order).
 
 Global accesses go through DeviceMemory: outside every live allocation is KernelFault
 'illegal_address' naming the address, and an address not aligned to the access size is
@@ -20,6 +21,7 @@ from .memory import MemoryFault
 from .ptx_ast import Addr, Instr, Vec
 from .ptx_machine import Fn, Machine, Mask, PType
 from .ptx_operands import Ctx, arity
+from .ptx_order import ORDER_MODS, check_fence, check_order
 from .ptx_sanitize import local_access, shared_access
 
 __all__ = ["DECODERS", "SHARED_WINDOW", "LOCAL_WINDOW", "Space", "read_at", "write_at", "resolve", "space_of"]
@@ -28,8 +30,7 @@ SHARED_WINDOW = 0x0000_0001_0000_0000  # generic addresses of the block's shared
 LOCAL_WINDOW = 0x0000_0002_0000_0000  # generic addresses of a thread's local memory
 _WINDOW = 0x0000_0001_0000_0000
 _SPACES = ("global", "shared", "local", "param", "const")
-_IGNORED = frozenset(("ca", "cg", "cs", "lu", "cv", "wb", "wt", "nc", "volatile", "weak", "relaxed", "acquire",
-                      "release", "acq_rel", "cta", "gpu", "sys", "cluster", "unified", "mmio"))
+_IGNORED = frozenset(("ca", "cg", "cs", "lu", "cv", "wb", "wt", "nc", "unified")) | ORDER_MODS
 _ELEMENT = frozenset(("b8", "b16", "b32", "b64", "u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64", "f16",
                       "f32", "f64", "bf16", "f16x2", "bf16x2", "b128"))
 
@@ -181,6 +182,7 @@ def write_at(m: Machine, space: str, addr: np.ndarray, idx: Any, vals: np.ndarra
 # ============================================================================ decoders
 def dec_ld(ins: Instr, ctx: Ctx) -> Fn:
     space, rest = space_of(ctx, ins.mods)
+    check_order(ctx, "ld", ins.mods, space)
     vec, t = _vec_and_type(ctx, rest)
     arity(ctx, ins, 2)
     target, where = ins.operands
@@ -207,6 +209,7 @@ def dec_ld(ins: Instr, ctx: Ctx) -> Fn:
 
 def dec_st(ins: Instr, ctx: Ctx) -> Fn:
     space, rest = space_of(ctx, ins.mods)
+    check_order(ctx, "st", ins.mods, space)
     vec, t = _vec_and_type(ctx, rest)
     arity(ctx, ins, 2)
     where, source = ins.operands
@@ -240,6 +243,8 @@ def dec_cvta(ins: Instr, ctx: Ctx) -> Fn:
 
 
 def dec_fence(ins: Instr, ctx: Ctx) -> Fn:
+    check_fence(ctx, ins.opcode, ins.mods)
+    arity(ctx, ins, 0)
     return lambda m, mask: None
 
 

@@ -38,6 +38,7 @@ class Ctx:
     local: dict[str, int]
     params: dict[str, Param]
     instr: Instr | None = None
+    version: tuple[int, int] = (0, 0)  # the module's PTX ISA version
     readers: dict[tuple[str, bool, str, bool], Reader] = field(default_factory=dict)
     writers: dict[tuple[str, bool, str, bool], Writer] = field(default_factory=dict)
 
