@@ -43,7 +43,7 @@ def test_every_program_example_parses_prints_and_runs(src):
 
 
 def test_the_examples_compute_what_the_document_says():
-    (_, prec, counts, rows) = [parse_program(s) for s in _blocks("vyre")]
+    (_, prec, counts, rows, *_) = [parse_program(s) for s in _blocks("vyre")]
     a = np.array([0x100, 7, 0xF0000000, 0xFFFFFFF1], np.uint32)
     (out,) = vyre_decl.acquire("reference").dispatch(prec, [a])
     twice = a.astype(np.float32) * 2
