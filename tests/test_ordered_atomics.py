@@ -126,13 +126,36 @@ def test_wait_is_no_keyword():
     assert p.body[0].value == Load("wait", Lit(DataType.U32, 0), O.RELAXED) and isinstance(p.body[1].value, Wait)
 
 
-def test_nested_waits_hit_the_nesting_limit_not_the_stack():
-    deep = "0u32"
-    for _ in range(250):
-        deep = f"atomic wait(f[{deep}], 0u32, 1u32)"
+@pytest.mark.parametrize("form", ["atomic wait(f[{}], 0u32, 1u32)", "atomic.acquire f[{}]",
+                                  "atomic.acq_rel primitive.atomic.add(f[{}], 1u32)"])
+def test_nested_atomics_hit_the_nesting_limit_within_the_parser_s_frames(form):
+    import inspect
+    import sys
+
+    from vyre_decl.ir.exprparse import FRAMES_PER_LEVEL, MAX_NESTING
+
+    def nested(n: int) -> str:
+        deep = "0u32"
+        for _ in range(n):
+            deep = form.format(deep)
+        return f"  let v = {deep}"
+
     with pytest.raises(ParseError) as err:
-        _program(f"  let v = {deep}")
+        _program(nested(250))
     assert err.value.diagnostics[0].code == "P007"
+    n = MAX_NESTING
+    while True:  # the deepest text the parser takes, parsed within FRAMES_PER_LEVEL frames a level
+        try:
+            _program(nested(n))
+            break
+        except ParseError:
+            n -= 1
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(len(inspect.stack(0)) + FRAMES_PER_LEVEL * MAX_NESTING + 20)
+    try:
+        assert _program(nested(n)).name == "t" and n > MAX_NESTING // 2
+    finally:
+        sys.setrecursionlimit(old)
 
 
 # ----------------------------------------------------------------------------- builder and canonical form

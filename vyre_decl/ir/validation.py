@@ -452,9 +452,8 @@ class _Validator:
             if t is not None and t is not want:
                 self.error("V007", f"buffer {decl.name!r} stores {want} values ({decl.dtype} in memory), got {t}",
                            f"{path}.value", f"cast the value: `... as {want}`")
-            ordered = n.order is not None or n.scope is not _DEVICE  # an atomic store
-            problem = access_problem("store", decl, n.order, n.scope) if ordered else None
-            if problem is not None:
+            problem = access_problem("store", decl, n.order, n.scope) if n.order or n.scope is not _DEVICE else None
+            if problem is not None:  # an atomic store that cannot be
                 self.error(problem[0], problem[1], path, problem[2])
         elif isinstance(n, If):
             t = self.type_of(n.cond, f"{path}.cond")
