@@ -399,3 +399,17 @@ def test_the_wait_example_in_the_docs_reads_its_predecessor():
     nwg = -(-1000 // 64)
     np.testing.assert_array_equal(out[:nwg], np.r_[0, x[: (nwg - 1) * 64: 64]])
     assert (flag[:nwg] == 1).all() and (flag[nwg:] == 0).all()
+
+
+def test_a_routine_kernel_s_op_parameter_after_ordered_atomic_is_an_atomic_op():
+    from vyre_decl.routines.params import check_value, param_uses
+
+    uses = param_uses("program k workgroup(64, 1, 1) {\n  buffer f: read_write u32[] @0\n"
+                      "  let v = atomic.acq_rel.workgroup $combine(f[0u32], 1u32)\n}\n", "k")
+    assert uses == {"combine": frozenset({"atomic"})}
+    assert check_value("primitive.atomic.max", uses["combine"], REG) is None
+    assert check_value("primitive.math.max", uses["combine"], REG) is not None
+    p = parse_program("program k workgroup(64, 1, 1) {\n  buffer f: read_write u32[] @0\n"
+                      "  let v = atomic.acq_rel.workgroup $combine(f[0u32], 1u32)\n}\n", "k.vyre",
+                      params={"combine": "primitive.atomic.max"})
+    assert p.body[0].value.op == "primitive.atomic.max" and p.body[0].value.order is O.ACQ_REL

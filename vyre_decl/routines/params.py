@@ -48,7 +48,7 @@ def param_uses(source: str, where: str) -> dict[str, frozenset[str]]:
             elif len(segs) > 1:
                 use = "type"  # $t.zero: the head of a typed constant
             elif nxt in ("(", "<"):
-                use = "atomic" if prev == "atomic" else "op"
+                use = "atomic" if prev == "atomic" or prev.startswith("atomic.") else "op"  # atomic.acq_rel $op(...)
             elif prev in _TYPE_BEFORE:
                 use = "type"
             else:
