@@ -220,6 +220,30 @@ def test_a_block_per_group_makes_waits_on_later_blocks_run_out(monkeypatch):
         assert_matches(LOOKBACK, [x], REF.dispatch(LOOKBACK, [x]))
 
 
+def test_workgroup_memory_flags_and_wide_words_match_the_reference_without_race_findings():
+    """Strong accesses to workgroup memory (a release store, acquire waits and loads, no barrier
+    between them) are no race; i64 and f32 words are loaded and stored whole."""
+    p = parse_program("program t workgroup(64, 1, 1) {\n  buffer x: read_write i64[] @0\n  buffer y: read_write f32[] @1\n"
+                      "  buffer out: write u32[len(x)] @2\n  buffer part: workgroup u32[2]\n  let l = lid.x\n"
+                      "  if l == 0u32 {\n    atomic.release.workgroup part[0u32] = wgid.x + 7u32\n  }\n"
+                      "  let seen = atomic.acquire.workgroup wait(part[0u32], 0u32, 16u32)\n"
+                      "  let again = atomic.acquire.workgroup part[0u32]\n"
+                      "  atomic.release x[gid.x] = atomic.acquire x[gid.x] * -3i64\n"
+                      "  atomic y[gid.x] = atomic.acquire.workgroup y[gid.x] + 0.5f32\n"
+                      "  out[gid.x] = seen + again\n}\n")
+    rng = np.random.default_rng(3)
+    x = rng.integers(-2**62, 2**62, 200, dtype=np.int64)
+    y = rng.standard_normal(200).astype(np.float32)
+    for target in ("sm_90", "sm_75"):
+        want = REF.dispatch(p, [x, y])
+        np.testing.assert_array_equal(want[2], 2 * (np.arange(200) // 64 + 7))
+        assert_matches(p, [x, y], want, target=target)  # and no sanitizer finding
+    racy = parse_program("program t workgroup(64, 1, 1) {\n  buffer out: write u32[64] @0\n  buffer part: workgroup u32[1]\n"
+                         "  if lid.x == 0u32 {\n    part[0u32] = 5u32\n  }\n  out[lid.x] = part[0u32]\n}\n")
+    _, findings = run_program(racy, [], grid=(1, 1, 1))
+    assert [f.kind for f in findings] == ["shared_race"]  # plain accesses are still tracked
+
+
 def test_a_wait_that_runs_out_makes_exactly_its_bound_of_reads():
     def lane_instructions(bound: int) -> tuple[int, int]:
         p = parse_program("program t workgroup(1, 1, 1) {\n  buffer f: read_write u32[] @0\n"

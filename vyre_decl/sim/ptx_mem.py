@@ -21,7 +21,7 @@ from .memory import MemoryFault
 from .ptx_ast import Addr, Instr, Vec
 from .ptx_machine import Fn, Machine, Mask, PType
 from .ptx_operands import Ctx, arity
-from .ptx_order import ORDER_MODS, check_fence, check_order
+from .ptx_order import ORDER_MODS, check_fence, check_order, is_strong
 from .ptx_sanitize import local_access, shared_access
 
 __all__ = ["DECODERS", "SHARED_WINDOW", "LOCAL_WINDOW", "Space", "read_at", "write_at", "resolve", "space_of"]
@@ -204,7 +204,7 @@ def dec_ld(ins: Instr, ctx: Ctx) -> Fn:
                 full = np.zeros(m.n, dtype=v.dtype)
                 full[mask] = v
                 d(m, full, mask)
-    return run
+    return _untracked(run) if is_strong(ins.mods) else run
 
 
 def dec_st(ins: Instr, ctx: Ctx) -> Fn:
@@ -221,7 +221,22 @@ def dec_st(ins: Instr, ctx: Ctx) -> Fn:
         raise ctx.error(f"the store needs {vec} source value(s)")
     rt = ctx.ptype("b16") if t.name == "bf16" else t
     srcs = [ctx.src(o, rt, wider_ok=True) for o in items]
-    return lambda m, mask: store(m, sp, mask, rt, [s(m, mask) for s in srcs])
+
+    def run(m: Machine, mask: Mask) -> None:
+        store(m, sp, mask, rt, [s(m, mask) for s in srcs])
+    return _untracked(run) if is_strong(ins.mods) else run
+
+
+def _untracked(fn: Fn) -> Fn:
+    """``fn`` with the shared-memory race tracker off while it runs: strong accesses, like atomics,
+    do not race with one another (``ptx_order.is_strong``)."""
+    def run(m: Machine, mask: Mask) -> None:
+        race, m.race = m.race, None
+        try:
+            fn(m, mask)
+        finally:
+            m.race = race
+    return run
 
 
 def dec_cvta(ins: Instr, ctx: Ctx) -> Fn:

@@ -28,7 +28,7 @@ from typing import Final
 
 from .ptx_operands import Ctx
 
-__all__ = ["ORDER_MODS", "check_order", "check_fence"]
+__all__ = ["ORDER_MODS", "check_order", "check_fence", "is_strong"]
 
 _SEMS: Final = frozenset(("weak", "volatile", "relaxed", "acquire", "release", "acq_rel", "sc", "mmio"))
 _SCOPES: Final = frozenset(("cta", "cluster", "gpu", "sys"))
@@ -63,6 +63,13 @@ def _split(ctx: Ctx, opcode: str, mods: tuple[str, ...]) -> tuple[str | None, st
         if ctx.sm < need:
             raise ctx.error(f"the .{scope} scope on {opcode} needs sm_{need} or newer (the module targets sm_{ctx.sm})")
     return sem, scope
+
+
+def is_strong(mods: tuple[str, ...]) -> bool:
+    """Whether an ld or st with ``mods`` is a strong access (``.relaxed``, ``.acquire``, ``.release``,
+    or ``.volatile``, which the memory model treats as ``.relaxed.sys``): strong accesses do not race
+    with one another, as atomics do not, so the sanitizer does not track them."""
+    return any(m in ("relaxed", "acquire", "release", "volatile") for m in mods)
 
 
 def check_order(ctx: Ctx, opcode: str, mods: tuple[str, ...], space: str) -> None:

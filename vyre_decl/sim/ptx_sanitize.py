@@ -3,7 +3,8 @@
 (finding 'shared_race': two lanes of one block touch the same byte, at least one writing, with no
 bar.sync between them) and local bytes read before their thread wrote them (finding
 'uninitialised_local': a thread's local memory starts undefined on hardware; here it reads 0).
-Atomics are not tracked (they do not race with one another). Barrier divergence and unwritten
+Atomics, and loads and stores that are .relaxed, .acquire, .release or .volatile, are not tracked
+(strong accesses do not race with one another). Barrier divergence and unwritten
 registers are checked where they happen (ptx_exec, ptx_machine)."""
 
 from __future__ import annotations
