@@ -48,6 +48,9 @@ __all__ = ["to_json", "from_json", "dumps", "loads", "content_hash", "FORMAT"]
 FORMAT: Final = "vyre_decl.program/1"
 
 
+_DEVICE: Final = MemoryScope.DEVICE
+
+
 def _ordered(d: dict[str, Any], order: MemoryOrder | None, scope: MemoryScope,
              default: MemoryOrder | None = None) -> dict[str, Any]:
     """``d`` with an access's memory order and scope, each only where it is not the default: the
@@ -65,7 +68,8 @@ def expr_to_json(e: Expr) -> dict[str, Any]:
     if isinstance(e, Var):
         return {"k": "var", "name": e.name}
     if isinstance(e, Load):
-        return _ordered({"k": "load", "buf": e.buffer, "index": expr_to_json(e.index)}, e.order, e.scope)
+        load = {"k": "load", "buf": e.buffer, "index": expr_to_json(e.index)}
+        return load if e.order is None and e.scope is _DEVICE else _ordered(load, e.order, e.scope)
     if isinstance(e, BufLen):
         return {"k": "len", "buf": e.buffer}
     if isinstance(e, Id):
@@ -105,8 +109,8 @@ def node_to_json(n: Node) -> dict[str, Any]:
     if isinstance(n, Assign):
         return {"k": "assign", "name": n.name, "value": expr_to_json(n.value)}
     if isinstance(n, Store):
-        return _ordered({"k": "store", "buf": n.buffer, "index": expr_to_json(n.index), "value": expr_to_json(n.value)},
-                        n.order, n.scope)
+        store = {"k": "store", "buf": n.buffer, "index": expr_to_json(n.index), "value": expr_to_json(n.value)}
+        return store if n.order is None and n.scope is _DEVICE else _ordered(store, n.order, n.scope)
     if isinstance(n, If):
         return {"k": "if", "cond": expr_to_json(n.cond), "then": _body(n.then), "else": _body(n.otherwise)}
     if isinstance(n, Loop):
