@@ -420,6 +420,26 @@ class _Validator:
                 return
             self.node(node, f"{path}[{i}]", depth)
 
+    def store(self, n: Store, path: str) -> None:
+        decl = self.buffers.get(n.buffer)
+        t = self.type_of(n.value, f"{path}.value")
+        it = self.type_of(n.index, f"{path}.index")
+        if decl is None:
+            self.error("V004", f"unknown buffer {n.buffer!r}", path, "declare it")
+            return
+        if not decl.access.writable:
+            self.error("V011", f"store to {decl.access.value} buffer {decl.name!r}", path,
+                       "declare the buffer read_write (or write)")
+        if it is not None and it is not DataType.U32:
+            self.error("V023", f"index must be u32, got {it}", f"{path}.index", "cast it: `i as u32`")
+        want = decl.dtype.value_type
+        if t is not None and t is not want:
+            self.error("V007", f"buffer {decl.name!r} stores {want} values ({decl.dtype} in memory), got {t}",
+                       f"{path}.value", f"cast the value: `... as {want}`")
+        problem = access_problem("store", decl, n.order, n.scope) if n.order or n.scope is not _DEVICE else None
+        if problem is not None:  # an atomic store that cannot be
+            self.error(problem[0], problem[1], path, problem[2])
+
     def node(self, n: Node, path: str, depth: int) -> None:
         if isinstance(n, Let):
             t = self.type_of(n.value, f"{path}.value")
@@ -437,24 +457,7 @@ class _Validator:
             elif t is not None and t is not have[0]:
                 self.error("V007", f"{n.name!r} is {have[0]} but the value is {t}", path, f"cast the value: `... as {have[0]}`")
         elif isinstance(n, Store):
-            decl = self.buffers.get(n.buffer)
-            t = self.type_of(n.value, f"{path}.value")
-            it = self.type_of(n.index, f"{path}.index")
-            if decl is None:
-                self.error("V004", f"unknown buffer {n.buffer!r}", path, "declare it")
-                return
-            if not decl.access.writable:
-                self.error("V011", f"store to {decl.access.value} buffer {decl.name!r}", path,
-                           "declare the buffer read_write (or write)")
-            if it is not None and it is not DataType.U32:
-                self.error("V023", f"index must be u32, got {it}", f"{path}.index", "cast it: `i as u32`")
-            want = decl.dtype.value_type
-            if t is not None and t is not want:
-                self.error("V007", f"buffer {decl.name!r} stores {want} values ({decl.dtype} in memory), got {t}",
-                           f"{path}.value", f"cast the value: `... as {want}`")
-            problem = access_problem("store", decl, n.order, n.scope) if n.order or n.scope is not _DEVICE else None
-            if problem is not None:  # an atomic store that cannot be
-                self.error(problem[0], problem[1], path, problem[2])
+            self.store(n, path)
         elif isinstance(n, If):
             t = self.type_of(n.cond, f"{path}.cond")
             if t is not None and t is not DataType.BOOL:
