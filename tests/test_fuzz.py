@@ -1,7 +1,8 @@
 """The program generator of differential fuzzing (issue 13, item 4): 1,000 generated programs are
 valid, survive print and parse, run on the reference backend, and their kernels pass ptxas; they
 cover every statement kind, workgroup memory with barriers, order-free atomics, every storage
-type and every op but the order-dependent atomics; a NaN reaches an op that shows NaN bits only
+type and every op but the order-dependent atomics, subgroup collectives among them (in uniform
+control flow, partial subgroups included); a NaN reaches an op that shows NaN bits only
 as a literal; the ``--fuzz`` command counts mismatches and minimises each one."""
 
 from __future__ import annotations
@@ -17,14 +18,16 @@ import os
 import numpy as np
 
 from vyre_decl.backends.reference import ReferenceBackend
-from vyre_decl.conform.fuzz import FuzzOps, check_program, random_program
+from vyre_decl.conform.fuzz import FuzzOps, check_program, random_inputs, random_program
 from vyre_decl.conform.fuzzrun import run_fuzz
 from vyre_decl.conform.isolation import InProcessRunner
 from vyre_decl.emit import assemble, emit, find_ptxas
 from vyre_decl.ir.nodes import (Access, Atomic, Barrier, Block, Id, IdKind, If, Let, Lit, Load, Loop, Op, Region, Return,
                                 Select, Store, Var)
+from vyre_decl.ir.subgroup import SUBGROUP_SIZE
 from vyre_decl.ir.text import parse_program
 from vyre_decl.ir.types import DataType
+from vyre_decl.ir.uniformity import divergent_barriers
 from vyre_decl.ir.validation import infer_type
 from vyre_decl.ir.walk import body_exprs, statements, subexprs
 from vyre_decl.registry import default_registry
@@ -46,10 +49,7 @@ def test_the_generator_covers_the_language_and_the_library():
     assert {If, Loop, Store, Block, Region, Return, Barrier} <= nodes and {Select, Load, Op, Atomic} <= {type(e) for e in exprs}
     used = {e.op for e in exprs if isinstance(e, (Op, Atomic))}
     order_dependent = {"primitive.atomic.exchange", "primitive.atomic.compare_exchange"}
-    collective = {op.id for op in REG if REG.has_trait(op.id, "collective")}  # not generated yet (issue 28)
-    assert collective and not used & collective
-    assert used == {op.id for op in REG} - order_dependent - collective, \
-        {op.id for op in REG} - order_dependent - collective - used
+    assert used == {op.id for op in REG} - order_dependent, {op.id for op in REG} - order_dependent - used
     buffers = [b for p in PROGRAMS for b in p.buffers]
     assert {b.dtype for b in buffers} == set(DataType)  # every storage type, 64-bit and narrow ones included
     assert {Access.READ, Access.READ_WRITE, Access.WRITE, Access.WORKGROUP} == {b.access for b in buffers}
@@ -79,6 +79,35 @@ def test_a_seed_gives_the_same_program_in_every_process():
     runs = {subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONHASHSEED": str(h)},
                            capture_output=True, text=True, check=True).stdout for h in (1, 2, 3)}
     assert runs == {str([p.content_hash() for p in PROGRAMS[:40]]) + "\n"}
+
+
+COLLECTIVE = {op.id for op in REG if REG.has_trait(op.id, "collective")}
+
+
+def _collective_calls(body):
+    return [e.op for e in body_exprs(body) if isinstance(e, Op) and e.op in COLLECTIVE]
+
+
+def test_the_generator_calls_collectives_in_uniform_control_flow_with_partial_subgroups():
+    """Issue 28: a fair share of the programs call subgroup collectives (every one of them is used:
+    the coverage test above), only where every lane of the subgroup runs them (no V027, V028), and
+    their subgroups are sometimes partial: the workgroup size is not a multiple of 32, or the
+    invocations past the data return early and the data ends inside a subgroup."""
+    with_calls = [(seed, p) for seed, p in enumerate(PROGRAMS) if _collective_calls(p.body)]
+    assert 0.2 * len(PROGRAMS) <= len(with_calls) <= 0.5 * len(PROGRAMS), len(with_calls)
+    assert sum(len(_collective_calls(p.body)) for _, p in with_calls) >= 1.5 * len(with_calls)
+    collective = lambda op_id: op_id in COLLECTIVE  # noqa: E731
+    for _, p in with_calls:
+        assert divergent_barriers(p, collective)[1] == [], p.name
+    odd = [p for _, p in with_calls if p.workgroup_size[0] % SUBGROUP_SIZE]
+    returning = [(seed, p) for seed, p in with_calls if any(isinstance(n, If) and n.then == (Return(),) for n in p.body)]
+    ragged = [seed for seed, p in returning if random_inputs(p, seed)[0].size % SUBGROUP_SIZE]
+    assert len(odd) >= 0.2 * len(with_calls) and len(ragged) >= 0.4 * len(with_calls), (len(odd), len(ragged))
+    assert len(with_calls) - len(returning) >= 0.1 * len(with_calls)  # every lane present: no vote
+    # in the arms of an `if` (whose condition is then uniform), not only at the top level
+    inside = [p for _, p in with_calls if any(isinstance(n, If) and _collective_calls(n.then + n.otherwise)
+                                              for n in statements(p.body))]
+    assert len(inside) >= 0.1 * len(with_calls), len(inside)
 
 
 def test_atomic_old_values_and_accumulators_are_never_read():
@@ -143,14 +172,15 @@ def test_generated_kernels_assemble():
     if ptxas is None:
         pytest.fail("ptxas not found. Fix: pip install -e '.[test]' (nvidia-cuda-nvcc ships ptxas)")
 
-    def module(programs):
-        texts = [emit(p, REG, "sm_90").text for p in programs]
+    def module(programs, target):
+        texts = [emit(p, REG, target).text for p in programs]
         head = texts[0].split(".visible .entry")[0]
         return head + "".join(".visible .entry" + t.split(".visible .entry", 1)[1] for t in texts)
 
-    batches = [PROGRAMS[k:k + 25] for k in range(0, len(PROGRAMS), 25)]  # all of them, 25 kernels a module
+    batches = [(PROGRAMS[k:k + 25], "sm_90") for k in range(0, len(PROGRAMS), 25)]  # all of them, 25 kernels a module
+    batches.append(([p for p in PROGRAMS if _collective_calls(p.body)][:25], "sm_75"))  # collectives without redux.sync
     with ThreadPoolExecutor(4) as pool:
-        results = list(pool.map(lambda b: assemble(module(b), "sm_90", ptxas, check=False), batches))
+        results = list(pool.map(lambda b: assemble(module(*b), b[1], ptxas, check=False, optimize=False), batches))
     assert all(r.ok for r in results), [r.log[:500] for r in results if not r.ok]
 
 

@@ -11,6 +11,13 @@ sized like the first input, and
   index (out of bounds: 0);
 - sometimes workgroup memory: rounds of "each invocation writes its own slot, barrier", at the
   top level where control flow is uniform, after which any invocation reads any slot;
+- sometimes subgroup collectives (``subgroup.*``: shuffles, votes, match, reductions, scans), only
+  in control flow every invocation of the workgroup takes alike (V027) and never in a lazy
+  branch's arm (V028): such a program has no guard around its body and mostly sends the
+  invocations past its data away with an early ``return`` (so the subgroup where the data ends
+  is partial), or keeps them (their stores are no-ops); its ``if``s take a uniform condition
+  (literals, lengths, ``wgid``, inputs at uniform indices) or call no collective inside;
+  workgroup sizes are sometimes not multiples of the subgroup size;
 - sometimes a ``read_write`` accumulator that ``atomic`` updates at any index with one op whose
   laws make the result independent of the order (commutative and associative; one op, since
   two such ops need not commute with each other), the old values never read — as a statement, or
@@ -30,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from ..ir import sugar
+from ..ir.subgroup import SUBGROUP_SIZE
 from ..ir.nodes import (
     Access,
     Assign,
@@ -67,7 +75,10 @@ _FLOATS = (0.0, -0.0, 1.0, -1.5, 0.5, 3.0e38, -3.0e38, 1e-40, float("inf"), floa
 _INTS = (0, 1, 2, 3, 7, 31, 32, 255, 65535, 2**31 - 1, 2**31, 2**32 - 1, 2**63 - 1, 2**63, 2**64 - 1)
 _ORDER_FREE = {"commutative", "associative"}  # an atomic op with both laws leaves the same final memory in any order
 ACC_COUNT = 8  # elements of the atomic accumulator
-_NE, _LT, _MOD = "primitive.compare.ne", "primitive.compare.lt", "primitive.math.mod"
+_NE, _LT, _GE, _MOD = "primitive.compare.ne", "primitive.compare.lt", "primitive.compare.ge", "primitive.math.mod"
+_WORKGROUPS = (32, 64, 128, 32, 64, 128, 20, 48, 100)  # some not multiples of the subgroup size (32)
+_COLLECTIVE_PROGRAMS = 0.35  # the share of programs that may call collective ops
+_COLLECTIVE_CALL = 0.2  # the chance an expression there (in uniform control flow) is a collective call
 
 
 @dataclass(frozen=True)
@@ -80,14 +91,15 @@ class _Use:
 
 
 class FuzzOps:
-    """The ops a generated program may call, by result type, and the order-free atomics by word type."""
+    """The ops a generated program may call, by result type (the collective ones apart: they need
+    uniform control flow), and the order-free atomics by word type."""
 
     def __init__(self, registry: Registry) -> None:
         self.by_result: dict[D, list[_Use]] = {t: [] for t in _VALUE}
+        self.collective: dict[D, list[_Use]] = {t: [] for t in _VALUE}
         self.atomics: dict[D, list[str]] = {}
         for op in registry:
-            if registry.has_trait(op.id, "collective"):
-                continue  # subgroup ops need uniform control flow: not generated yet (docs/semantics.md)
+            collective = registry.has_trait(op.id, "collective")
             sig = op.signature
             required = tuple((a.name, a.dtype) for a in sig.attrs if a.default is None)
             for b in op.bindings():
@@ -101,9 +113,9 @@ class FuzzOps:
                 out = op.output_type(b)
                 inferred = {p.type for p in sig.inputs}  # type variables the arguments determine
                 explicit = tuple((n, t) for n, t in m.items() if n not in inferred)
-                if out in self.by_result and all(a in _VALUE for a in args) and args:
-                    self.by_result[out].append(_Use(op.id, explicit, args, registry.has_trait(op.id, "nan-bits"),
-                                                    required))
+                if out in self.by_result and all(a in _VALUE for a in args) and (args or collective):
+                    use = _Use(op.id, explicit, args, registry.has_trait(op.id, "nan-bits"), required)
+                    (self.collective if collective else self.by_result)[out].append(use)
 
 
 class _Gen:
@@ -116,6 +128,9 @@ class _Gen:
         self.acc: BufferDecl | None = None
         self.acc_op = ""  # one op per program: two order-free ops on one element (and, xor) do not commute
         self.lazy_arms = 0  # > 0 while generating an arm of a lazy branch, where effects are illegal (V026)
+        self.divergent = 0  # > 0 in control flow the invocations of a workgroup may take differently
+        self.uniform_only = 0  # > 0 while generating a value every invocation of the workgroup shares
+        self.collectives = 0  # collective calls this program may still make (V027, V028: where allowed)
 
     def fresh(self) -> str:
         self.names += 1
@@ -142,6 +157,8 @@ class _Gen:
 
     def leaf(self, t: D, depth: int) -> Expr:
         r = self.rng
+        if self.uniform_only:
+            return self.uniform_leaf(t, depth)
         names = self.visible(t)
         loads = [b for b in self.inputs if b.dtype.value_type is t]
         if self.shared is not None and self.shared.dtype is t:
@@ -158,6 +175,41 @@ class _Gen:
             return r.choice([BufLen(r.choice(self.inputs).name), Id(IdKind.GLOBAL, 0), Id(IdKind.LOCAL, 0), Var("i")])
         return self.lit(t)
 
+    def uniform_leaf(self, t: D, depth: int) -> Expr:
+        """A leaf every invocation of a workgroup shares (ir/uniformity.py): an input at a uniform
+        index, a length, the workgroup id, a literal; no variable (an assignment in divergent
+        control flow would make it vary)."""
+        r = self.rng
+        loads = [b for b in self.inputs if b.dtype.value_type is t]
+        pick = r.random()
+        if loads and pick < 0.5:
+            index = self.expr(D.U32, depth - 1) if depth > 0 and r.random() < 0.5 else Lit.of(D.U32, r.randrange(8))
+            return Load(r.choice(loads).name, index)
+        if t is D.U32 and pick < 0.8:
+            return r.choice([BufLen(r.choice(self.inputs).name), Id(IdKind.WORKGROUP, 0)])
+        return self.lit(t)
+
+    def uniform(self, t: D, depth: int) -> Expr:
+        """An expression of type ``t`` with the same value in every invocation of a workgroup."""
+        self.uniform_only += 1
+        e = self.expr(t, depth)
+        self.uniform_only -= 1
+        return e
+
+    def collective_call(self, t: D, depth: int) -> Expr:
+        """A collective op's call (the caller checked that control flow is uniform here); a
+        shuffle's lane is mostly one of the subgroup's (0 .. 31), sometimes any u32."""
+        r = self.rng
+        self.collectives -= 1
+        use = r.choice(self.ops.collective[t])
+        args = [self.expr(a, depth - 1) for a in use.args]
+        if use.op.startswith("subgroup.shuffle") and r.random() < 0.8:  # (x, lane or lane offset)
+            wrapped = Op(_MOD, (args[1], Lit.of(D.U32, SUBGROUP_SIZE)))
+            args[1] = wrapped if r.random() < 0.4 else Lit.of(D.U32, r.randrange(SUBGROUP_SIZE + 1))
+        if use.nan_bits:
+            args = [self.fixed_nan(x, a) if a.is_float else x for x, a in zip(args, use.args)]
+        return Op(use.op, tuple(args), (), use.types)
+
     def fixed_nan(self, e: Expr, t: D) -> Expr:
         """``e`` with any NaN replaced by the literal NaN (whose bits are the same everywhere)."""
         return Select(Op(_NE, (e, e)), Lit.of(t, float("nan")), e)
@@ -166,6 +218,9 @@ class _Gen:
         r = self.rng
         if depth <= 0 or r.random() < 0.25:
             return self.leaf(t, depth)
+        if self.collectives and not (self.divergent or self.lazy_arms or self.uniform_only) \
+                and self.ops.collective[t] and r.random() < _COLLECTIVE_CALL:
+            return self.collective_call(t, depth)
         if r.random() < 0.1:
             return self.select(t, depth)
         if t in _NUMERIC and r.random() < 0.1:  # a cast from another type
@@ -186,7 +241,7 @@ class _Gen:
         if self.rng.random() < 0.5:
             return Select(self.expr(D.BOOL, depth - 1), self.expr(t, depth - 1), self.expr(t, depth - 1))
         cond = self.expr(D.BOOL, depth - 1)
-        if self.acc is not None and not self.lazy_arms and self.rng.random() < 0.5:
+        if self.acc is not None and not (self.lazy_arms or self.uniform_only) and self.rng.random() < 0.5:
             # an effect whose old value never shows: `select(atomic != 0, c, c)` is c
             cond = Select(Op(_NE, (self.acc_update(), Lit.of(self.acc.dtype, 0))), cond, cond)
         self.lazy_arms += 1
@@ -224,11 +279,7 @@ class _Gen:
                     t = next(s[name] for s in self.scopes if name in s)
                     out.append(Assign(name, self.expr(t, 3)))
             elif k < 0.57:
-                cond = self.expr(D.BOOL, 2)
-                then = self.scoped(depth - 1, r.randint(1, 3), output)
-                if r.random() < 0.1:
-                    then.append(Return())
-                out.append(If(cond, tuple(then), tuple(self.scoped(depth - 1, r.randint(0, 2), output))))
+                out.append(self.if_statement(depth, output))
             elif k < 0.65:
                 var = self.fresh()
                 body = self.scoped(depth - 1, r.randint(1, 3), output, {var: D.U32})
@@ -244,6 +295,20 @@ class _Gen:
                 index: Expr = Op("primitive.math.add", (Var("i"), Lit.of(D.U32, 1 << 30))) if far else Var("i")
                 out.append(Store(output.name, index, self.expr(output.dtype.value_type, 3)))
         return out
+
+    def if_statement(self, depth: int, output: BufferDecl) -> If:
+        """An ``if``, sometimes returning early; where collectives may come, its condition is
+        sometimes uniform, so its arms may call them too."""
+        r = self.rng
+        uniform = bool(self.collectives and not self.divergent) and r.random() < 0.5
+        cond = self.uniform(D.BOOL, 2) if uniform else self.expr(D.BOOL, 2)
+        self.divergent += not uniform
+        then = self.scoped(depth - 1, r.randint(1, 3), output)
+        if r.random() < 0.1:
+            then.append(Return())
+        otherwise = self.scoped(depth - 1, r.randint(0, 2), output)
+        self.divergent -= not uniform
+        return If(cond, tuple(then), tuple(otherwise))
 
     def shared_rounds(self, shared: BufferDecl) -> list[Node]:
         """Rounds of: a value per invocation, (a barrier so every read of the last round is done,)
@@ -274,17 +339,35 @@ def random_program(seed: int, ops: FuzzOps) -> Program:
         buffers.append(gen.acc)
     output = BufferDecl("o", Access.WRITE, types(), binding=len(buffers), count_like="a0")
     buffers.append(output)
-    workgroup = r.choice([32, 64, 128])
+    workgroup = r.choice(_WORKGROUPS)
+    if ops.collective[D.U32] and r.random() < _COLLECTIVE_PROGRAMS:
+        gen.collectives = r.randint(1, 4)
     body: list[Node] = [Let("i", Id(IdKind.GLOBAL, 0))]
     if r.random() < 0.25:
         shared = BufferDecl("sh", Access.WORKGROUP, r.choice(_NUMERIC), count=workgroup)
         buffers.append(shared)
         body += gen.shared_rounds(shared)
-    inner = gen.statements(2, r.randint(1, 5), output)
-    store = Store(output.name, Var("i"), gen.expr(output.dtype.value_type, 3))
-    guard = Op(_LT, (Var("i"), BufLen(output.name)))
-    body.append(If(guard, tuple(inner) + (store,)))
+    if gen.collectives:
+        body += _uniform_body(gen, output)
+    else:
+        inner = gen.statements(2, r.randint(1, 5), output)
+        store = Store(output.name, Var("i"), gen.expr(output.dtype.value_type, 3))
+        body.append(If(Op(_LT, (Var("i"), BufLen(output.name))), tuple(inner) + (store,)))
     return Program(tuple(buffers), (workgroup, 1, 1), tuple(body), name=f"fuzz{seed}")
+
+
+def _uniform_body(gen: _Gen, output: BufferDecl) -> list[Node]:
+    """The body of a program that may call collectives, with no guard around it (the top level is
+    uniform control flow): statements every invocation runs (stores past the data are no-ops),
+    mostly an early return of the invocations past the data (they leave their subgroups: where
+    the data ends inside a subgroup, that one is partial), then more statements and the store."""
+    r = gen.rng
+    body = gen.statements(1, r.randint(0, 2), output)
+    if r.random() < 0.75:
+        body.append(If(Op(_GE, (Var("i"), BufLen(output.name))), (Return(),)))
+    body += gen.statements(2, r.randint(1, 5), output)
+    body.append(Store(output.name, Var("i"), gen.expr(output.dtype.value_type, 3)))
+    return body
 
 
 _SPECIAL = {
