@@ -2,7 +2,8 @@
 valid, survive print and parse, run on the reference backend, and their kernels pass ptxas; they
 cover every statement kind, workgroup memory with barriers, order-free atomics, every storage
 type and every op but the order-dependent atomics, subgroup collectives among them (in uniform
-control flow, partial subgroups included); a NaN reaches an op that shows NaN bits only
+control flow, partial subgroups included), private arrays and unroll loops, ordered atomics, atomic
+loads and stores and bounded waits (issue 28, in ways whose outcome cannot change the outputs); a NaN reaches an op that shows NaN bits only
 as a literal; the ``--fuzz`` command counts mismatches and minimises each one."""
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from vyre_decl.conform.fuzz import FuzzOps, check_program, random_inputs, random
 from vyre_decl.conform.fuzzrun import run_fuzz
 from vyre_decl.conform.isolation import InProcessRunner
 from vyre_decl.emit import assemble, emit, find_ptxas
-from vyre_decl.ir.nodes import (Access, Atomic, Barrier, Block, Id, IdKind, If, Let, Lit, Load, Loop, Op, Region, Return,
-                                Select, Store, Var)
+from vyre_decl.ir.nodes import (Access, Atomic, Barrier, Block, Id, IdKind, If, Let, Lit, Load, Loop, MemoryOrder,
+                                MemoryScope, Op, Region, Return, Select, Store, Var, Wait)
 from vyre_decl.ir.subgroup import SUBGROUP_SIZE
 from vyre_decl.ir.text import parse_program
 from vyre_decl.ir.types import DataType
@@ -46,13 +47,13 @@ def test_a_thousand_generated_programs_are_valid_round_trip_and_run_on_the_refer
 def test_the_generator_covers_the_language_and_the_library():
     nodes = {type(n) for p in PROGRAMS for n in statements(p.body)}
     exprs = [e for p in PROGRAMS for e in body_exprs(p.body)]
-    assert {If, Loop, Store, Block, Region, Return, Barrier} <= nodes and {Select, Load, Op, Atomic} <= {type(e) for e in exprs}
+    assert {If, Loop, Store, Block, Region, Return, Barrier} <= nodes and {Select, Load, Op, Atomic, Wait} <= {type(e) for e in exprs}
     used = {e.op for e in exprs if isinstance(e, (Op, Atomic))}
     order_dependent = {"primitive.atomic.exchange", "primitive.atomic.compare_exchange"}
     assert used == {op.id for op in REG} - order_dependent, {op.id for op in REG} - order_dependent - used
     buffers = [b for p in PROGRAMS for b in p.buffers]
     assert {b.dtype for b in buffers} == set(DataType)  # every storage type, 64-bit and narrow ones included
-    assert {Access.READ, Access.READ_WRITE, Access.WRITE, Access.WORKGROUP} == {b.access for b in buffers}
+    assert set(Access) - {Access.UNIFORM} == {b.access for b in buffers}  # private arrays included
     assert random_program(5, OPS) == random_program(5, OPS)  # seeded: the same program every time
 
 
@@ -108,6 +109,62 @@ def test_the_generator_calls_collectives_in_uniform_control_flow_with_partial_su
     inside = [p for _, p in with_calls if any(isinstance(n, If) and _collective_calls(n.then + n.otherwise)
                                               for n in statements(p.body))]
     assert len(inside) >= 0.1 * len(with_calls), len(inside)
+
+
+def _private(p):
+    return [b.name for b in p.buffers if b.access is Access.PRIVATE]
+
+
+def test_the_generator_makes_private_arrays_and_unroll_loops():
+    """Issue 28: a modest share of the programs have a private array, stored and loaded at indices
+    constant after unrolling (literals, some past the end; unroll counters; a counter plus a
+    literal: V030 is checked by the validity test), and unroll loops, some over the array."""
+    with_private = [p for p in PROGRAMS if _private(p)]
+    assert 0.08 * len(PROGRAMS) <= len(with_private) <= 0.3 * len(PROGRAMS), len(with_private)
+    loads = [(p, e) for p in with_private for e in body_exprs(p.body) if isinstance(e, Load) and e.buffer in _private(p)]
+    stores = [(p, n) for p in with_private for n in statements(p.body) if isinstance(n, Store) and n.buffer in _private(p)]
+    unrolled = [p for p in PROGRAMS if any(isinstance(n, Loop) and n.unroll for n in statements(p.body))]
+    assert len({p.name for p, _ in loads}) >= 50 and len({p.name for p, _ in stores}) >= 40, (len(loads), len(stores))
+    assert len(unrolled) >= 40 and all(_private(p) for p in unrolled), len(unrolled)
+    for kind in (Lit, Var, Op):
+        assert any(isinstance(x.index, kind) for _, x in loads) and any(isinstance(x.index, kind) for _, x in stores)
+    assert any(isinstance(n.index, Lit) and n.index.bits >= p.buffer(n.buffer).count for p, n in stores)
+    assert len({p.buffer(_private(p)[0]).dtype for p in with_private}) >= 8
+
+
+def _ordered(p):
+    exprs = [e for e in body_exprs(p.body) if isinstance(e, (Atomic, Wait)) or (isinstance(e, Load) and e.order)]
+    return exprs + [n for n in statements(p.body) if isinstance(n, Store) and n.order]
+
+
+def test_the_generator_makes_ordered_atomics_atomic_loads_stores_and_waits_with_deterministic_outcomes():
+    """Issue 28: orders and scopes on the accumulator's order-free atomics (the final memory is the
+    same in any order), atomic stores only of an element one invocation owns (its output element,
+    its workgroup slot), atomic loads and bounded waits only of workgroup memory between barriers
+    (nothing writes it then, so a wait yields the word however it ends), never in a lazy arm."""
+    accesses = [(p, a) for p in PROGRAMS for a in _ordered(p)]
+    qualified = {(type(a).__name__, a.order, a.scope) for _, a in accesses if a.order is not None}
+    for order in MemoryOrder:
+        assert {("Atomic", order, scope) for scope in MemoryScope} <= qualified, order
+    for order in (MemoryOrder.RELAXED, MemoryOrder.ACQUIRE):
+        assert ("Load", order, MemoryScope.WORKGROUP) in qualified and ("Wait", order, MemoryScope.WORKGROUP) in qualified
+    for order in (MemoryOrder.RELAXED, MemoryOrder.RELEASE):
+        assert {("Store", order, scope) for scope in MemoryScope} <= qualified, order
+    counts = {kind: len({p.name for p, a in accesses if isinstance(a, kind) and a.order is not None})
+              for kind in (Load, Store, Wait)}
+    assert min(counts.values()) >= 40 and counts[Store] <= 0.3 * len(PROGRAMS), counts
+    waits = [a for _, a in accesses if isinstance(a, Wait)]
+    assert any(w.value == Load(w.buffer, w.index) for w in waits)  # the bound runs out: it yields the word too
+    for p, a in accesses:
+        if isinstance(a, (Load, Wait)):
+            assert p.buffer(a.buffer).access is Access.WORKGROUP and isinstance(a.index, (Id, Lit)), p.name
+        elif isinstance(a, Store):
+            assert a.index == (Id(IdKind.LOCAL, 0) if a.buffer == "sh" else Var("i")), p.name
+    for p in PROGRAMS:
+        for e in body_exprs(p.body):
+            if isinstance(e, Select) and e.lazy:
+                arms = [x for arm in (e.if_true, e.if_false) for x in subexprs(arm)]
+                assert not any(isinstance(x, Wait) or (isinstance(x, Load) and x.order) for x in arms), p.name
 
 
 def test_atomic_old_values_and_accumulators_are_never_read():
@@ -179,6 +236,7 @@ def test_generated_kernels_assemble():
 
     batches = [(PROGRAMS[k:k + 25], "sm_90") for k in range(0, len(PROGRAMS), 25)]  # all of them, 25 kernels a module
     batches.append(([p for p in PROGRAMS if _collective_calls(p.body)][:25], "sm_75"))  # collectives without redux.sync
+    batches.append(([p for p in PROGRAMS if _ordered(p)][:25], "sm_75"))  # ordered accesses before sm_90
     with ThreadPoolExecutor(4) as pool:
         results = list(pool.map(lambda b: assemble(module(*b), b[1], ptxas, check=False, optimize=False), batches))
     assert all(r.ok for r in results), [r.log[:500] for r in results if not r.ok]

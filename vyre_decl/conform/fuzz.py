@@ -21,7 +21,11 @@ sized like the first input, and
 - sometimes a ``read_write`` accumulator that ``atomic`` updates at any index with one op whose
   laws make the result independent of the order (commutative and associative; one op, since
   two such ops need not commute with each other), the old values never read — as a statement, or
-  in the condition of a ``branch`` (never in its arms: V026).
+  in the condition of a ``branch`` (never in its arms: V026);
+- sometimes a private array with ``unroll`` loops, and sometimes memory orders and scopes on the
+  accumulator's atomics, atomic stores of owned elements, atomic loads and bounded waits of
+  workgroup memory between barriers (``fuzzfeatures.py``; a program without them is the one its
+  seed gave before they existed).
 
 Every program is deterministic: a NaN reaches an op whose result shows a NaN's bits (the
 ``nan-bits`` trait) only as a fixed literal, so a backend must give exactly the reference's
@@ -65,6 +69,8 @@ from ..ir.nodes import (
 )
 from ..ir.types import DataType as D
 from ..registry import Registry
+from .fuzzfeatures import (acc_order, features, ordered_read, ordered_store, private_decl, private_load, private_store,
+                           shared_read)
 
 __all__ = ["random_program", "random_inputs", "check_program", "FuzzOps", "ACC_COUNT"]
 
@@ -131,6 +137,10 @@ class _Gen:
         self.divergent = 0  # > 0 in control flow the invocations of a workgroup may take differently
         self.uniform_only = 0  # > 0 while generating a value every invocation of the workgroup shares
         self.collectives = 0  # collective calls this program may still make (V027, V028: where allowed)
+        self.buffers: list[BufferDecl] = []
+        self.private: BufferDecl | None = None  # a private array (fuzzfeatures.py), its loops sometimes unrolled
+        self.counters: list[str] = []  # the counters of the unroll loops around: constant private indices
+        self.ordered = False  # atomics, stores and workgroup reads may carry a memory order (fuzzfeatures.py)
 
     def fresh(self) -> str:
         self.names += 1
@@ -159,6 +169,8 @@ class _Gen:
         r = self.rng
         if self.uniform_only:
             return self.uniform_leaf(t, depth)
+        if self.private is not None and self.private.dtype.value_type is t and r.random() < 0.3:
+            return private_load(self)
         names = self.visible(t)
         loads = [b for b in self.inputs if b.dtype.value_type is t]
         if self.shared is not None and self.shared.dtype is t:
@@ -169,7 +181,8 @@ class _Gen:
         if loads and pick < 0.75:
             b = r.choice(loads)
             if b.access is Access.WORKGROUP and r.random() < 0.5:
-                return Load(b.name, Id(IdKind.LOCAL, 0) if r.random() < 0.3 else self.lit(D.U32))
+                slot = Id(IdKind.LOCAL, 0) if r.random() < 0.3 else self.lit(D.U32)
+                return ordered_read(self, b, slot) or Load(b.name, slot)
             return Load(b.name, self.index(depth))
         if t is D.U32 and pick < 0.85:
             return r.choice([BufLen(r.choice(self.inputs).name), Id(IdKind.GLOBAL, 0), Id(IdKind.LOCAL, 0), Var("i")])
@@ -253,7 +266,8 @@ class _Gen:
         """An order-free atomic update of the accumulator at any index (ACC_COUNT: out of bounds)."""
         assert self.acc is not None
         slot = Op(_MOD, (self.expr(D.U32, 2), Lit.of(D.U32, ACC_COUNT + 1)))
-        return Atomic(self.acc_op, self.acc.name, slot, (self.expr(self.acc.dtype, 2),))
+        value = self.expr(self.acc.dtype, 2)
+        return Atomic(self.acc_op, self.acc.name, slot, (value,), *acc_order(self))
 
     def scoped(self, depth: int, count: int, output: BufferDecl, extra: dict[str, D] | None = None) -> list[Node]:
         self.scopes.append(dict(extra or {}))
@@ -281,20 +295,36 @@ class _Gen:
             elif k < 0.57:
                 out.append(self.if_statement(depth, output))
             elif k < 0.65:
-                var = self.fresh()
-                body = self.scoped(depth - 1, r.randint(1, 3), output, {var: D.U32})
-                out.append(Loop(var, Lit.of(D.U32, 0), Lit.of(D.U32, r.randint(0, 4)), tuple(body)))
+                out.append(self.loop(depth, output))
             elif k < 0.7:
                 out.append(Block(tuple(self.scoped(depth - 1, r.randint(1, 2), output))))
             elif k < 0.74:
                 out.append(Region("fuzz", tuple(self.statements(depth - 1, r.randint(1, 2), output))))
             elif k < 0.84 and self.acc is not None:
                 out.append(Let(self.fresh(), self.acc_update()))  # the old value depends on the order: never read
+            elif k < 0.9 and self.private is not None:
+                out.append(private_store(self) if r.random() < 0.5 else self.loop(depth, output, fill=True))
             else:
                 far = r.random() < 0.15  # far out of bounds: a no-op by the semantics
                 index: Expr = Op("primitive.math.add", (Var("i"), Lit.of(D.U32, 1 << 30))) if far else Var("i")
-                out.append(Store(output.name, index, self.expr(output.dtype.value_type, 3)))
+                store = Store(output.name, index, self.expr(output.dtype.value_type, 3))
+                out.append(store if far else ordered_store(self, store, False))
         return out
+
+    def loop(self, depth: int, output: BufferDecl, fill: bool = False) -> Loop:
+        """A bounded loop; where the program has a private array, mostly an ``unroll`` one whose
+        counter may index it (``fill``: over the array's elements, storing into it first)."""
+        r = self.rng
+        var = self.fresh()
+        unroll = fill or (self.private is not None and r.random() < 0.6)
+        self.counters += [var] if unroll else []
+        body = self.scoped(depth - 1, r.randint(0, 2) if fill else r.randint(1, 3), output, {var: D.U32})
+        if fill:
+            assert self.private is not None and isinstance(self.private.count, int)
+            body.insert(0, Store(self.private.name, Var(var), self.expr(self.private.dtype.value_type, 2)))
+        self.counters = [c for c in self.counters if c != var]
+        end = self.private.count if fill and self.private is not None else r.randint(0, 4)
+        return Loop(var, Lit.of(D.U32, 0), Lit.of(D.U32, end), tuple(body), unroll)
 
     def if_statement(self, depth: int, output: BufferDecl) -> If:
         """An ``if``, sometimes returning early; where collectives may come, its condition is
@@ -320,9 +350,9 @@ class _Gen:
             self.scopes[-1][name] = shared.dtype
             if k:
                 out.append(Barrier())
-            out += [Store(shared.name, Id(IdKind.LOCAL, 0), Var(name)), Barrier()]
+            out += [ordered_store(self, Store(shared.name, Id(IdKind.LOCAL, 0), Var(name)), True), Barrier()]
             self.shared = shared
-        return out
+        return out + shared_read(self, shared)
 
 
 def random_program(seed: int, ops: FuzzOps) -> Program:
@@ -331,7 +361,9 @@ def random_program(seed: int, ops: FuzzOps) -> Program:
     types = lambda: r.choice(_NARROW) if r.random() < 0.2 else r.choice(_NUMERIC)  # noqa: E731
     inputs = [BufferDecl(f"a{k}", Access.READ, types(), binding=k) for k in range(r.randint(1, 3))]
     gen = _Gen(ops, r, inputs)
-    buffers = list(inputs)
+    buffers = gen.buffers = list(inputs)
+    feats = features(seed)
+    gen.ordered = feats.ordered
     if ops.atomics and r.random() < 0.25:
         gen.acc = BufferDecl("acc", Access.READ_WRITE, r.choice(sorted(ops.atomics, key=lambda t: t.value)),
                              count=ACC_COUNT, binding=len(buffers))
@@ -343,15 +375,18 @@ def random_program(seed: int, ops: FuzzOps) -> Program:
     if ops.collective[D.U32] and r.random() < _COLLECTIVE_PROGRAMS:
         gen.collectives = r.randint(1, 4)
     body: list[Node] = [Let("i", Id(IdKind.GLOBAL, 0))]
-    if r.random() < 0.25:
+    if r.random() < 0.25 or (feats.ordered and r.random() < 0.4):  # ordered: workgroup reads between barriers
         shared = BufferDecl("sh", Access.WORKGROUP, r.choice(_NUMERIC), count=workgroup)
         buffers.append(shared)
         body += gen.shared_rounds(shared)
+    if feats.private:
+        gen.private = private_decl(r)
+        buffers.append(gen.private)
     if gen.collectives:
         body += _uniform_body(gen, output)
     else:
         inner = gen.statements(2, r.randint(1, 5), output)
-        store = Store(output.name, Var("i"), gen.expr(output.dtype.value_type, 3))
+        store = ordered_store(gen, Store(output.name, Var("i"), gen.expr(output.dtype.value_type, 3)), False)
         body.append(If(Op(_LT, (Var("i"), BufLen(output.name))), tuple(inner) + (store,)))
     return Program(tuple(buffers), (workgroup, 1, 1), tuple(body), name=f"fuzz{seed}")
 
@@ -366,7 +401,7 @@ def _uniform_body(gen: _Gen, output: BufferDecl) -> list[Node]:
     if r.random() < 0.75:
         body.append(If(Op(_GE, (Var("i"), BufLen(output.name))), (Return(),)))
     body += gen.statements(2, r.randint(1, 5), output)
-    body.append(Store(output.name, Var("i"), gen.expr(output.dtype.value_type, 3)))
+    body.append(ordered_store(gen, Store(output.name, Var("i"), gen.expr(output.dtype.value_type, 3)), False))
     return body
 
 

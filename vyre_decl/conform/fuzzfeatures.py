@@ -1,0 +1,136 @@
+"""The fuzzer's private arrays, unrolled loops and ordered accesses (issue 28), apart from the core
+generator in ``fuzz.py``.
+
+Whether a program uses them is drawn from a generator of its own (``features``), so a program
+without them is the one its seed gave before they existed; within a program that has them, the
+choices come from the program's own stream.
+
+- **Private arrays** (``buffer pv: private T[N]``, zero-filled): loads and stores at indices that
+  are constant after unrolling (V030): literals (some past the end: load 0, store nothing), the
+  counters of the ``unroll`` loops around, and a counter plus a literal. Loops there are
+  mostly ``unroll`` (literal bounds: up to 4 iterations, or one per element in a loop that
+  stores each element first).
+- **Ordered accesses**: the accumulator's order-free atomics take any order and scope (the final
+  memory is the same in any order of the updates); the stores of the workgroup memory rounds and
+  of the invocation's own output element are sometimes atomic stores (relaxed or release; one
+  writer per element, so the order is moot); reads of workgroup memory between two barriers
+  (nothing writes it then) are sometimes atomic loads or bounded waits. A wait there yields the
+  word whether it ends by a change or by its bound (a value different from the word: the first
+  read; the word itself: every read, then the value, which is the word), so the outputs do not
+  depend on how it ends. Never in a lazy branch's arms.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING
+
+from ..ir.nodes import (Access, BufferDecl, Expr, Id, IdKind, Let, Lit, Load, MemoryOrder, MemoryScope, Op, Store, Var,
+                        Wait)
+from ..ir.types import DataType as D
+
+if TYPE_CHECKING:
+    from .fuzz import _Gen
+
+__all__ = ["Features", "features", "private_decl", "private_load", "private_store", "ordered_read", "shared_read",
+           "ordered_store", "acc_order", "PRIVATE_PROGRAMS", "ORDERED_PROGRAMS"]
+
+PRIVATE_PROGRAMS = 0.15  # the share of programs with a private array (and unroll loops)
+ORDERED_PROGRAMS = 0.25  # the share of programs whose atomics, stores and shared reads may be ordered
+_WORDS = (D.U32, D.I32, D.U64, D.I64, D.F32, D.F64)  # atomic loads and stores
+_INT_WORDS = (D.U32, D.I32, D.U64, D.I64)  # waits
+_PRIVATE_TYPES = (D.U32, D.I32, D.F32, D.U64, D.I64, D.F64, D.U8, D.I16, D.F16, D.BF16, D.BOOL)
+_ADD = "primitive.math.add"
+
+
+class Features:
+    """What one program uses beyond the core generator."""
+
+    def __init__(self, private: bool, ordered: bool) -> None:
+        self.private, self.ordered = private, ordered
+
+
+def features(seed: int) -> Features:
+    """The features of the program of ``seed``, from a generator apart from the program's."""
+    r = random.Random(seed * 1_000_003 + 28)
+    return Features(r.random() < PRIVATE_PROGRAMS, r.random() < ORDERED_PROGRAMS)
+
+
+def private_decl(r: random.Random) -> BufferDecl:
+    """A private array of 1 to 8 elements of a random storage type."""
+    return BufferDecl("pv", Access.PRIVATE, r.choice(_PRIVATE_TYPES), count=r.randint(1, 8))
+
+
+def _private_index(gen: _Gen) -> Expr:
+    """An index constant after unrolling: a literal (up to two past the end), an unroll counter
+    around, or a counter plus a literal."""
+    r, decl = gen.rng, gen.private
+    assert decl is not None and isinstance(decl.count, int)
+    pick = r.random()
+    if gen.counters and pick < 0.6:
+        counter = Var(r.choice(gen.counters))
+        return counter if pick < 0.4 else Op(_ADD, (counter, Lit.of(D.U32, r.randrange(3))))
+    return Lit.of(D.U32, r.randrange(decl.count + 2))
+
+
+def private_load(gen: _Gen) -> Load:
+    assert gen.private is not None
+    return Load(gen.private.name, _private_index(gen))
+
+
+def private_store(gen: _Gen) -> Store:
+    assert gen.private is not None
+    return Store(gen.private.name, _private_index(gen), gen.expr(gen.private.dtype.value_type, 2))
+
+
+def _read_order(r: random.Random) -> tuple[MemoryOrder, MemoryScope]:
+    """An order a load or wait of workgroup memory may have (stronger than relaxed: workgroup scope, V036)."""
+    order = r.choice((MemoryOrder.RELAXED, MemoryOrder.ACQUIRE))
+    return order, (r.choice(tuple(MemoryScope)) if order is MemoryOrder.RELAXED else MemoryScope.WORKGROUP)
+
+
+def ordered_read(gen: _Gen, b: BufferDecl, index: Expr, always: bool = False) -> Expr | None:
+    """Sometimes (``always``: where it can) an atomic load or a bounded wait of workgroup memory
+    ``b`` (read between barriers), else None (the caller makes a plain load)."""
+    r = gen.rng
+    if not gen.ordered or gen.lazy_arms or b.dtype not in _WORDS or (not always and r.random() < 0.3):
+        return None
+    order, scope = _read_order(r)
+    if b.dtype in _INT_WORDS and r.random() < 0.5:
+        value = Load(b.name, index) if r.random() < 0.5 else gen.expr(b.dtype, 1)  # equal: the bound runs out
+        return Wait(b.name, index, value, Lit.of(D.U32, r.randint(1, 4)), order, scope)
+    return Load(b.name, index, order, scope)
+
+
+def shared_read(gen: _Gen, b: BufferDecl) -> list[Let]:
+    """In an ordered program, right after a round of workgroup memory: a let of an ordered read of
+    a slot (its own or a literal one), which later expressions may use."""
+    if not gen.ordered:
+        return []
+    slot: Expr = Id(IdKind.LOCAL, 0) if gen.rng.random() < 0.5 else Lit.of(D.U32, gen.rng.randrange(8))
+    read = ordered_read(gen, b, slot, always=True)
+    if read is None:
+        return []
+    name = gen.fresh()
+    gen.scopes[-1][name] = b.dtype
+    return [Let(name, read)]
+
+
+def ordered_store(gen: _Gen, store: Store, workgroup: bool) -> Store:
+    """``store`` (of the invocation's own element) as an atomic store, sometimes, where its buffer holds words."""
+    r, b = gen.rng, None
+    if not gen.ordered or r.random() < 0.5:
+        return store
+    b = next((d for d in gen.buffers if d.name == store.buffer), None)
+    if b is None or b.dtype not in _WORDS:
+        return store
+    order = r.choice((MemoryOrder.RELAXED, MemoryOrder.RELEASE))
+    scope = MemoryScope.WORKGROUP if workgroup and order is not MemoryOrder.RELAXED else r.choice(tuple(MemoryScope))
+    return Store(store.buffer, store.index, store.value, order, scope)
+
+
+def acc_order(gen: _Gen) -> tuple[MemoryOrder, MemoryScope]:
+    """The order and scope of an accumulator update: any, in an ordered program."""
+    if not gen.ordered:
+        return MemoryOrder.RELAXED, MemoryScope.DEVICE
+    return gen.rng.choice(tuple(MemoryOrder)), gen.rng.choice(tuple(MemoryScope))
