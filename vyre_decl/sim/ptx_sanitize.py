@@ -80,17 +80,26 @@ def _report(m: Machine, byte: int, lane: int, other: int, write: bool) -> None:
              "bar.sync between them")
 
 
+def _in_bounds(m: Machine, addr: np.ndarray, width: int, write: bool, size: int, space: str, owner: str
+               ) -> np.ndarray:
+    """Which accesses of ``width`` bytes at ``addr`` fit the ``size`` bytes of ``space`` memory each
+    ``owner`` (block or thread) has; the first that does not is a finding 'oob_<space>' (the
+    access is dropped), or without the sanitizer a fault."""
+    ok = addr + np.uint64(width) <= np.uint64(size)
+    if not ok.all():
+        bad = int(addr[np.flatnonzero(~ok)[0]])
+        what = f"{'write' if write else 'read'} of {width} bytes at {space} offset {bad:#x}"
+        if not m.sanitize:
+            raise m.fault("illegal_address", f"{what}: the {owner} has {size} bytes of {space} memory")
+        m.report(f"oob_{space}", f"{what}, past the {owner}'s {size} bytes of {space} memory (the access is dropped)")
+    return ok
+
+
 def shared_access(m: Machine, addr: np.ndarray, idx: Any, width: int, write: bool) -> tuple[np.ndarray, np.ndarray]:
     """Flat indices into the chunk's shared bytes for each active lane, and which are in bounds."""
     size = m.shared.shape[1]
     lanes = np.arange(m.n)[idx]
-    ok = addr + np.uint64(width) <= np.uint64(size)
-    if not ok.all():
-        bad = int(addr[np.flatnonzero(~ok)[0]])
-        what = f"{'write' if write else 'read'} of {width} bytes at shared offset {bad:#x}"
-        if not m.sanitize:
-            raise m.fault("illegal_address", f"{what}: the block has {size} bytes of shared memory")
-        m.report("oob_shared", f"{what}, past the block's {size} bytes of shared memory (the access is dropped)")
+    ok = _in_bounds(m, addr, width, write, size, "shared", "block")
     flat = m.block_of[lanes] * size + np.where(ok, addr, 0).astype(np.int64)
     if m.race is not None:
         good = np.flatnonzero(ok)
@@ -105,13 +114,7 @@ def local_access(m: Machine, addr: np.ndarray, idx: Any, width: int, write: bool
     a fault). A read of bytes the lane never wrote is a finding; a write marks them written."""
     size = m.local.shape[1]
     lanes = np.arange(m.n)[idx]
-    ok = addr + np.uint64(width) <= np.uint64(size)
-    if not ok.all():
-        bad = int(addr[np.flatnonzero(~ok)[0]])
-        what = f"{'write' if write else 'read'} of {width} bytes at local offset {bad:#x}"
-        if not m.sanitize:
-            raise m.fault("illegal_address", f"{what}: the thread has {size} bytes of local memory")
-        m.report("oob_local", f"{what}, past the thread's {size} bytes of local memory (the access is dropped)")
+    ok = _in_bounds(m, addr, width, write, size, "local", "thread")
     cols = np.where(ok, addr, 0).astype(np.int64)[:, None] + np.arange(width)
     seen = m.local_written
     if seen is not None:
