@@ -466,3 +466,13 @@ def check(case: Case, got: Any) -> None:
             err = np.where(both_nan, 0.0, np.abs(g64 - w64))
         ok = (err <= bound) | (g64 == w64) | both_nan
         assert ok.all(), f"{int((~ok).sum())} outside the bound; worst {float(np.max(err - bound))} over"
+
+
+def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    """Equal bits, every NaN equal to every NaN (docs/semantics.md: any NaN payload)."""
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    if a.dtype.kind != "f":
+        return a.tobytes() == b.tobytes()
+    words = np.dtype(f"u{a.dtype.itemsize}")
+    return bool(((a.view(words) == b.view(words)) | (np.isnan(a) & np.isnan(b))).all())

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from routine_cases import CASES, SIZES, check
+from routine_cases import CASES, SIZES, check, same_bits
 from vyre_decl.backends.cuda import cuda_available
 from vyre_decl.routines import routine, routines
 
@@ -67,16 +67,6 @@ def test_cuda_gives_the_reference_bits_and_numpy_agrees(rid, binding, n):
     ref = routine(rid)(*case.inputs, backend="reference", **case.attrs)
     for g, a, r in zip(*(o if isinstance(o, tuple) else (o,) for o in (got, again, ref))):
         assert same_bits(g, r) and same_bits(a, r), rid
-
-
-def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
-    """Equal bits, every NaN equal to every NaN (docs/semantics.md: any NaN payload)."""
-    if a.dtype != b.dtype or a.shape != b.shape:
-        return False
-    if a.dtype.kind != "f":
-        return a.tobytes() == b.tobytes()
-    words = np.dtype(f"u{a.dtype.itemsize}")
-    return bool(((a.view(words) == b.view(words)) | (np.isnan(a) & np.isnan(b))).all())
 
 
 @pytest.mark.parametrize("rid", sorted(CASES))
