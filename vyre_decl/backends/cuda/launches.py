@@ -59,7 +59,7 @@ class BoundLaunch:
         function = pipeline.function
         g = pipeline.plan.grid(counts) if grid is None else (int(grid[0]), int(grid[1]), int(grid[2]))
         # an inferred grid, or an explicit one equal to it (a routine's map step): the vectorised entry
-        if pipeline.vector_function is not None and g == pipeline.plan.grid(counts):
+        if pipeline.vector_function is not None and (grid is None or g == pipeline.plan.grid(counts)):
             function, g = pipeline.vector_function, pipeline.plan.grid(counts, lanes=VECTOR_LANES)
         dev.check_grid(program, g)
         by_name = dict(zip((d.name for d in decls), items))
