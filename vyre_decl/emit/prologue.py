@@ -5,7 +5,7 @@ id, the warp's existing lanes) of a program that calls collective ops."""
 from __future__ import annotations
 
 from ..ir.diagnostics import VyreError
-from ..ir.nodes import AXES, Access, Atomic, BufferDecl, BufLen, Id, IdKind, Load, Op, Program, Store, Wait
+from ..ir.nodes import AXES, Access, Atomic, BufferDecl, BufLen, Copy, Id, IdKind, Load, Op, Program, Store, Wait
 from ..ir.subgroup import SUBGROUP_SIZE
 from ..ir.types import DataType
 from ..ir.walk import body_exprs, statements
@@ -149,4 +149,5 @@ class _Prologue(_PrivateMemory):
             if isinstance(e, (Load, BufLen, Atomic, Wait)):
                 names.add(e.buffer)
         names.update(n.buffer for n in statements(self.program.body) if isinstance(n, Store))
+        names.update(b for n in statements(self.program.body) if isinstance(n, Copy) for b in (n.dst, n.src))
         return names

@@ -37,6 +37,7 @@ from ..ir.nodes import (
     Block,
     BufferDecl,
     BufLen,
+    Copy,
     Expr,
     Id,
     If,
@@ -61,13 +62,14 @@ from .ordered import _OrderedMemory, atom_qualifiers, qualifiers
 from .private import private_slot
 from .prologue import _Prologue
 from .registers import _B16, _BITS, _MEM_TYPE, _REG
+from .vcopy import _VectorCopy
 
 __all__: list[str] = []  # the emitter class, used by emit/module.py and emit/vector.py
 
 _BF16_CVT_SM: Final = dict(NEEDS_SM)[".bf16"]  # the first target with cvt.rn.bf16.f32
 
 
-class _Emitter(_Prologue, _OrderedMemory):
+class _Emitter(_Prologue, _OrderedMemory, _VectorCopy):
     """A program's body as PTX lines: expressions into registers, statements into control flow."""
 
     # --- expressions: (register, type, owned) — owned registers may be adopted by a let
@@ -307,6 +309,10 @@ class _Emitter(_Prologue, _OrderedMemory):
         elif isinstance(n, Store):
             self.comment(f"{path}: {n.buffer}[{print_expr(n.index)}] = {print_expr(n.value)}")
             self.store(n)
+        elif isinstance(n, Copy):  # a vector copy (vcopy.py)
+            self.comment(f"{path}: {n.dst}[{print_expr(n.dst_index)} ..+ {n.width}] = "
+                         f"{n.src}[{print_expr(n.src_index)} ..+ {n.width}]")
+            self.vector_copy(n)
         elif isinstance(n, If):
             self.if_(n, path)
         elif isinstance(n, Loop):

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from ..ir.nodes import (
     Assign,
     Barrier,
+    Copy,
     Expr,
     Id,
     IdKind,
@@ -86,7 +87,7 @@ def map_shape(program: Program, registry: Registry | None = None) -> MapShape | 
     if any(isinstance(e, Id) and (e.kind is not IdKind.GLOBAL or e.axis != 0) for e in exprs):
         return None
     nodes = list(statements(program.body))
-    if any(isinstance(n, Barrier) for n in nodes):
+    if any(isinstance(n, (Barrier, Copy)) for n in nodes):  # a vector copy moves other elements than its own
         return None
     gid = Id(IdKind.GLOBAL, 0)
     names = frozenset(n.name for n in program.body if isinstance(n, Let) and n.value == gid)

@@ -42,6 +42,7 @@ _EXPORTS = {
     "Return": "nodes",
     "Select": "nodes",
     "Store": "nodes",
+    "Copy": "nodes",
     "Var": "nodes",
     "Wait": "nodes",
     "AttrSig": "signature",
@@ -81,7 +82,7 @@ def __getattr__(name: str) -> Any:
 if TYPE_CHECKING:  # pragma: no cover
     from .canonical import content_hash, dumps, from_json, loads, to_json
     from .diagnostics import Diagnostic, VyreError
-    from .nodes import AXES, Access, Assign, Atomic, Barrier, Block, BufferDecl, BufLen, Expr, Id, IdKind, If, Let, Lit, Load, Loop, MemoryOrder, MemoryScope, Node, Op, Program, Region, Return, Select, Store, Var, Wait
+    from .nodes import AXES, Access, Assign, Atomic, Barrier, Block, BufferDecl, BufLen, Expr, Id, IdKind, If, Let, Lit, Load, Loop, MemoryOrder, MemoryScope, Node, Op, Program, Region, Return, Select, Store, Copy, Var, Wait
     from .signature import AttrSig, OpSignature, OpTable, Param, SignatureError
     from .text import ParseError, parse_expr, parse_program, print_expr, print_program
     from .types import FLOAT_TYPES, INT_TYPES, VALUE_TYPES, DataType, parse_type

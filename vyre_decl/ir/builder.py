@@ -29,6 +29,7 @@ from .nodes import (
     Block,
     BufferDecl,
     BufLen,
+    Copy,
     Expr,
     Id,
     IdKind,
@@ -194,6 +195,12 @@ class Buf:
     def __setitem__(self, index: Any, value: Any) -> None:
         v = lift(value, self.decl.dtype.value_type)
         self._builder._emit(Store(self.decl.name, lift(index, DataType.U32).expr, v.expr))
+
+    def copy_from(self, index: Any, src: Buf, src_index: Any, width: int) -> None:
+        """``buf[index ..+ width] = src[src_index ..+ width]``: a vector copy of ``width`` (2 or 4)
+        elements, one 64- or 128-bit access on a GPU where it can be."""
+        self._builder._emit(Copy(self.decl.name, lift(index, DataType.U32).expr, src.decl.name,
+                                 lift(src_index, DataType.U32).expr, width))
 
     def atomic(self, op: str, index: Any, *operands: Any, order: MemoryOrder | str = "relaxed",
                scope: MemoryScope | str = "device") -> Val:

@@ -20,6 +20,7 @@ from .nodes import (
     Block,
     BufferDecl,
     BufLen,
+    Copy,
     Expr,
     Id,
     IdKind,
@@ -111,6 +112,9 @@ def node_to_json(n: Node) -> dict[str, Any]:
     if isinstance(n, Store):
         store = {"k": "store", "buf": n.buffer, "index": expr_to_json(n.index), "value": expr_to_json(n.value)}
         return store if n.order is None and n.scope is _DEVICE else _ordered(store, n.order, n.scope)
+    if isinstance(n, Copy):
+        return {"k": "copy", "dst": n.dst, "dst_index": expr_to_json(n.dst_index), "src": n.src,
+                "src_index": expr_to_json(n.src_index), "width": n.width}
     if isinstance(n, If):
         return {"k": "if", "cond": expr_to_json(n.cond), "then": _body(n.then), "else": _body(n.otherwise)}
     if isinstance(n, Loop):
@@ -232,6 +236,8 @@ def node_from_json(d: dict[str, Any]) -> Node:
         return Assign(d["name"], expr_from_json(d["value"]))
     if k == "store":
         return Store(d["buf"], expr_from_json(d["index"]), expr_from_json(d["value"]), _order(d), _scope(d))
+    if k == "copy":
+        return Copy(d["dst"], expr_from_json(d["dst_index"]), d["src"], expr_from_json(d["src_index"]), d["width"])
     if k == "if":
         return If(expr_from_json(d["cond"]), _nodes(d["then"]), _nodes(d["else"]))
     if k == "loop":

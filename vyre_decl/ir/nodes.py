@@ -34,6 +34,7 @@ __all__ = [
     "Let",
     "Assign",
     "Store",
+    "Copy",
     "If",
     "Loop",
     "Return",
@@ -292,6 +293,21 @@ class Store(Node):
 
 
 @record
+class Copy(Node):
+    """``dst[dst_index ..+ width] = src[src_index ..+ width]``: a vector access, ``width`` (2 or 4)
+    consecutive elements copied between two buffers of one element type (any spaces: global,
+    workgroup, private). It means the element-by-element copy, each element under the usual bounds
+    rules (out of bounds: loads 0, stores nothing); a GPU makes it one 64- or 128-bit load and store
+    where the indices are aligned and the whole vector is in bounds (docs/semantics.md)."""
+
+    dst: str
+    dst_index: Expr
+    src: str
+    src_index: Expr
+    width: int
+
+
+@record
 class If(Node):
     cond: Expr
     then: tuple[Node, ...]
@@ -351,7 +367,7 @@ class Region(Node):
         _freeze_body(self, "body")
 
 
-Statement = Union[Let, Assign, Store, If, Loop, Return, Block, Barrier, Region]
+Statement = Union[Let, Assign, Store, Copy, If, Loop, Return, Block, Barrier, Region]
 
 # ----------------------------------------------------------------------------- program
 

@@ -13,7 +13,7 @@ from typing import Final, Mapping
 from .diagnostics import Diagnostic
 from .exprparse import MAX_NESTING, ExprParser
 from .lexer import KEYWORDS, ParseError, Token
-from .nodes import Access, Assign, Barrier, Block, BufferDecl, Expr, If, Let, Loop, Node, Program, Region, Return, Store
+from .nodes import Access, Assign, Barrier, Block, BufferDecl, Copy, Expr, If, Let, Loop, Node, Program, Region, Return, Store
 from .ordering import parse_qualifiers
 from .types import DataType
 
@@ -133,6 +133,8 @@ class Parser(ExprParser):
         if "." not in text:
             if self.accept("["):
                 index = self.expr(grouped=True)
+                if self.at(".."):
+                    return self.vector_copy(text, index)
                 self.expect("]")
                 self.expect("=", "a store is written buf[index] = value")
                 return Store(text, index, self.expr())
@@ -140,6 +142,27 @@ class Parser(ExprParser):
             return Assign(text, self.expr())
         self.error(tok, "P002", f"expected a statement, found {self.describe(tok)}",
                    "statements are let, assignment, store, if, loop, return, barrier, region or a { block }")
+
+    def vector_width(self) -> int:
+        """``..+ N]`` after the index of a vector access: its width N."""
+        self.expect("..")
+        self.expect("+", "a vector access is written buf[index ..+ 4]")
+        width = self.integer("a vector width (2 or 4)")
+        self.expect("]")
+        return width
+
+    def vector_copy(self, dst: str, dst_index: Expr) -> Copy:
+        """``dst[i ..+ N] = src[j ..+ N]``: a vector copy (the widths on the two sides agree)."""
+        tok = self.peek()
+        width = self.vector_width()
+        self.expect("=", "a vector copy is written dst[i ..+ 4] = src[j ..+ 4]")
+        src = self.ident("a buffer name (a vector copy reads src[j ..+ N])")
+        self.expect("[", "a vector copy is written dst[i ..+ 4] = src[j ..+ 4]")
+        src_index = self.expr(grouped=True)
+        if self.vector_width() != width:
+            self.error(tok, "P002", "the two sides of a vector copy have different widths",
+                       "write the same width on both sides: dst[i ..+ 4] = src[j ..+ 4]")
+        return Copy(dst, dst_index, src, src_index, width)
 
     def atomic_store(self, tok: Token) -> Store:
         """``atomic[.order][.scope] buf[index] = value``: an atomic store."""

@@ -14,6 +14,7 @@ from .nodes import (
     Block,
     BufferDecl,
     BufLen,
+    Copy,
     Expr,
     Id,
     If,
@@ -93,6 +94,9 @@ def _print_node(node: Node, depth: int, out: list[str]) -> None:
     elif isinstance(node, Store):
         atomic = "" if node.order is None else qualifier_text(node.order, node.scope) + " "
         out.append(f"{pad}{atomic}{node.buffer}[{print_expr(node.index)}] = {print_expr(node.value)}")
+    elif isinstance(node, Copy):
+        w = node.width
+        out.append(f"{pad}{node.dst}[{print_expr(node.dst_index)} ..+ {w}] = {node.src}[{print_expr(node.src_index)} ..+ {w}]")
     elif isinstance(node, If):
         _print_block(f"if {print_expr(node.cond)} ", node.then, depth, out)
         if node.otherwise:

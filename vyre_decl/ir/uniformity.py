@@ -13,6 +13,7 @@ from .nodes import (
     Block,
     BufferDecl,
     BufLen,
+    Copy,
     Expr,
     Id,
     IdKind,
@@ -64,7 +65,8 @@ def _uniform(e: Expr, varying: set[str], buffers: Mapping[str, BufferDecl],
 def _collectives(n: Node, path: str, collective: Callable[[str], bool]) -> list[tuple[str, str, bool]]:
     """The collective op calls in the expressions of statement ``n`` itself: (path, op id, whether
     it is in an arm of a lazy branch)."""
-    fields = {Let: ("value",), Assign: ("value",), Store: ("index", "value"), If: ("cond",), Loop: ("start", "end")}
+    fields = {Let: ("value",), Assign: ("value",), Store: ("index", "value"), If: ("cond",), Loop: ("start", "end"),
+              Copy: ("dst_index", "src_index")}
     found = []
     for name in fields.get(type(n), ()):
         lazy_arms = {id(x) for e in subexprs(getattr(n, name)) if isinstance(e, Select) and e.lazy

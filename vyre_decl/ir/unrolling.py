@@ -27,6 +27,7 @@ from .nodes import (
     Block,
     BufferDecl,
     BufLen,
+    Copy,
     Expr,
     Id,
     If,
@@ -107,7 +108,8 @@ def _with_paths(e: Expr, path: str) -> Iterator[tuple[Expr, str]]:
         stack.extend(reversed(kids))
 
 
-_FIELDS: Final = {Let: ("value",), Assign: ("value",), Store: ("index", "value"), If: ("cond",), Loop: ("start", "end")}
+_FIELDS: Final = {Let: ("value",), Assign: ("value",), Store: ("index", "value"), If: ("cond",), Loop: ("start", "end"),
+                   Copy: ("dst_index", "src_index")}
 
 
 class _Unrolling:
@@ -152,6 +154,9 @@ class _Unrolling:
         found: list[tuple[str, Expr, str]] = []
         if isinstance(n, Store) and n.buffer in self.private:
             found.append((n.buffer, n.index, f"{path}.index"))
+        if isinstance(n, Copy):  # a vector copy's two sides
+            found += [(b, i, f"{path}.{w}") for b, i, w in ((n.dst, n.dst_index, "dst_index"),
+                                                           (n.src, n.src_index, "src_index")) if b in self.private]
         for name in _FIELDS.get(type(n), ()):
             for x, p in _with_paths(getattr(n, name), f"{path}.{name}"):
                 if isinstance(x, Load) and x.buffer in self.private:

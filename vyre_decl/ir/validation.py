@@ -19,6 +19,7 @@ V027 a collective (subgroup) op in divergent control flow   V028 a collective op
 V029 bad private array             V030 private index not constant V031 unroll bounds not literals
 V032 unrolling copies too much     V033 atomic on a private array  (V029-V032: ``unrolling.py``)
 V035-V038 ordered atomics and waits: orders, scopes, buffers, bounds (``ordering.py``)
+V043-V046 vector copies: width, element types, one buffer, word types (``vcopy.py``)
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from .nodes import (
     Barrier,
     Block,
     BufferDecl,
+    Copy,
     Expr,
     If,
     Let,
@@ -51,6 +53,7 @@ from .signature import OpTable
 from .lexer import KEYWORDS, TOKEN_RE
 from .types import DataType
 from .uniformity import divergent_barriers
+from .vcopy import copy_problems
 from .unrolling import private_bytes_problem, private_decl_problem, unroll_problems
 
 __all__ = ["Limits", "validate", "check", "infer_type", "ExprFault", "is_identifier"]
@@ -258,6 +261,24 @@ class _Validator:
         if problem is not None:  # an atomic store that cannot be
             self.error(problem[0], problem[1], path, problem[2])
 
+    def copy(self, n: Copy, path: str) -> None:
+        decls = []
+        for name, index, where in ((n.dst, n.dst_index, "dst_index"), (n.src, n.src_index, "src_index")):
+            it = self.type_of(index, f"{path}.{where}")
+            if it is not None and it is not DataType.U32:
+                self.error("V023", f"index must be u32, got {it}", f"{path}.{where}", "cast it: `i as u32`")
+            decls.append(self.buffers.get(name))
+            if decls[-1] is None:
+                self.error("V004", f"unknown buffer {name!r}", path, "declare it")
+        dst, src = decls
+        if dst is None or src is None:
+            return
+        if not dst.access.writable:
+            self.error("V011", f"vector copy to {dst.access.value} buffer {dst.name!r}", path,
+                       "declare the buffer read_write (or write)")
+        for code, message, fix in copy_problems(n, dst, src):
+            self.error(code, message, path, fix)
+
     def assign(self, n: Assign, path: str) -> None:
         t = self.type_of(n.value, f"{path}.value")
         have = self.visible.get(n.name)
@@ -290,6 +311,8 @@ class _Validator:
             self.assign(n, path)
         elif isinstance(n, Store):
             self.store(n, path)
+        elif isinstance(n, Copy):
+            self.copy(n, path)
         elif isinstance(n, If):
             t = self.type_of(n.cond, f"{path}.cond")
             if t is not None and t is not DataType.BOOL:

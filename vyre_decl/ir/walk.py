@@ -5,7 +5,7 @@ from __future__ import annotations
 from .record import replace
 from typing import Iterator, Mapping, Sequence
 
-from .nodes import Assign, Atomic, Block, Expr, If, Let, Load, Loop, Node, Op, Region, Select, Store, Var, Wait
+from .nodes import Assign, Atomic, Block, Copy, Expr, If, Let, Load, Loop, Node, Op, Region, Select, Store, Var, Wait
 
 __all__ = ["children", "subexprs", "statements", "body_exprs", "substitute"]
 
@@ -68,6 +68,8 @@ def _own_exprs(n: Node) -> tuple[Expr, ...]:
         return (n.value,)
     if isinstance(n, Store):
         return (n.index, n.value)
+    if isinstance(n, Copy):
+        return (n.dst_index, n.src_index)
     if isinstance(n, If):
         return (n.cond,)
     if isinstance(n, Loop):

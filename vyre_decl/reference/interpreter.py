@@ -31,6 +31,7 @@ from ..ir.nodes import (
     Block,
     BufferDecl,
     BufLen,
+    Copy,
     Expr,
     Id,
     IdKind,
@@ -71,6 +72,7 @@ from .frame import (
 from .kernels import KERNELS, ufunc
 from .memory import to_storage, to_value
 from .ordered import store_in_order, wait_function
+from .vcopy import copy_function
 
 __all__ = ["Compiler", "op_function", "collective_function"]
 
@@ -323,6 +325,9 @@ class Compiler:
             return assign
         if isinstance(n, Store):
             return self.store(n)
+        if isinstance(n, Copy):  # a vector copy (vcopy.py)
+            return copy_function(self.buffers[n.dst], self.expr(n.dst_index)[0], self.buffers[n.src],
+                                 self.expr(n.src_index)[0], n.width)
         if isinstance(n, If):
             return self.if_(n)
         if isinstance(n, Loop):

@@ -1,0 +1,38 @@
+"""The reference meaning of a vector copy ``dst[i ..+ N] = src[j ..+ N]``: element ``j + k`` of
+``src`` to element ``i + k`` of ``dst`` for k = 0 .. N-1, each under the bounds rules (an element
+past the end, or past 2^32 - 1, loads 0 and stores nothing). The two buffers are distinct and hold
+one word type (validation), so the copy moves storage bits unchanged, all loads before any store."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.nodes import Access, BufferDecl
+from .frame import ExprFn, Frame, Mask, StmtFn, _lane_row
+
+__all__ = ["copy_function"]
+
+
+def _flat(fr: Frame, decl: BufferDecl, idx: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """The positions in ``fr.mem[decl.name]`` of each lane's elements ``idx`` (0 where not ``ok``)."""
+    safe = np.where(ok, idx, 0).astype(np.uint64)
+    if decl.access.is_scratch:  # a row per workgroup / per lane
+        return _lane_row(fr, decl.access is Access.PRIVATE)[:, None] * np.uint64(fr.counts[decl.name]) + safe
+    return safe
+
+
+def copy_function(dst: BufferDecl, dst_index: ExprFn, src: BufferDecl, src_index: ExprFn, width: int) -> StmtFn:
+    """The statement closure of a vector copy of ``width`` elements from ``src`` to ``dst``."""
+    steps = np.arange(width, dtype=np.uint64)
+
+    def copy(fr: Frame, m: Mask) -> None:
+        di = np.broadcast_to(np.asarray(dst_index(fr, m)), (fr.n,)).astype(np.uint64)[:, None] + steps
+        si = np.broadcast_to(np.asarray(src_index(fr, m)), (fr.n,)).astype(np.uint64)[:, None] + steps
+        load_ok = si < np.uint64(fr.counts[src.name])  # si < 2^32 + 3: past 2^32 - 1 is past every count
+        raw = np.where(load_ok, fr.mem[src.name][_flat(fr, src, si, load_ok)], np.zeros(1, src.dtype.storage_dtype))
+        ok = di < np.uint64(fr.counts[dst.name])
+        if m is not None:
+            ok = ok & np.asarray(m)[:, None]
+        fr.mem[dst.name][_flat(fr, dst, di, ok)[ok]] = raw[ok]
+
+    return copy
