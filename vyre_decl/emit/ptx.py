@@ -35,6 +35,7 @@ from ..ir.nodes import (
     Atomic,
     Barrier,
     Block,
+    Break,
     BufferDecl,
     BufLen,
     Copy,
@@ -71,6 +72,8 @@ _BF16_CVT_SM: Final = dict(NEEDS_SM)[".bf16"]  # the first target with cvt.rn.bf
 
 class _Emitter(_Prologue, _OrderedMemory, _VectorCopy):
     """A program's body as PTX lines: expressions into registers, statements into control flow."""
+
+    break_label: str | None = None  # the end of the innermost loop being emitted: where ``break`` goes
 
     # --- expressions: (register, type, owned) — owned registers may be adopted by a let
     def expr(self, e: Expr) -> tuple[str, DataType, bool]:
@@ -323,6 +326,10 @@ class _Emitter(_Prologue, _OrderedMemory, _VectorCopy):
                 self.emit("ret;")  # returned lanes have exited when the others vote (not waited for)
             else:
                 self.emit(f"bra {self.exit_label};")
+        elif isinstance(n, Break):  # validation puts it in a loop that is not unrolled
+            self.comment(f"{path}: break")
+            assert self.break_label is not None
+            self.emit(f"bra {self.break_label};")
         elif isinstance(n, Barrier):
             self.comment(f"{path}: barrier")
             self.emit("bar.sync 0;")
@@ -366,10 +373,11 @@ class _Emitter(_Prologue, _OrderedMemory, _VectorCopy):
         self.place(top)
         self.emit(f"setp.ge.{kind} {p}, {v}, {end};")
         self.emit(f"@{p} bra {done};")
-        saved = dict(self.vars)
+        saved, outer = dict(self.vars), self.break_label
         self.vars[n.var] = (v, t)
+        self.break_label = done
         self.body(n.body, f"{path}.body")
-        self.vars = saved
+        self.vars, self.break_label = saved, outer
         self.emit(f"add.{kind} {v}, {v}, 1;")
         self.emit(f"bra {top};")
         self.place(done)

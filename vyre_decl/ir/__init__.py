@@ -23,6 +23,7 @@ _EXPORTS = {
     "Atomic": "nodes",
     "Barrier": "nodes",
     "Block": "nodes",
+    "Break": "nodes",
     "BufferDecl": "nodes",
     "BufLen": "nodes",
     "Expr": "nodes",
@@ -82,7 +83,7 @@ def __getattr__(name: str) -> Any:
 if TYPE_CHECKING:  # pragma: no cover
     from .canonical import content_hash, dumps, from_json, loads, to_json
     from .diagnostics import Diagnostic, VyreError
-    from .nodes import AXES, Access, Assign, Atomic, Barrier, Block, BufferDecl, BufLen, Expr, Id, IdKind, If, Let, Lit, Load, Loop, MemoryOrder, MemoryScope, Node, Op, Program, Region, Return, Select, Store, Copy, Var, Wait
+    from .nodes import AXES, Access, Assign, Atomic, Barrier, Block, Break, BufferDecl, BufLen, Expr, Id, IdKind, If, Let, Lit, Load, Loop, MemoryOrder, MemoryScope, Node, Op, Program, Region, Return, Select, Store, Copy, Var, Wait
     from .signature import AttrSig, OpSignature, OpTable, Param, SignatureError
     from .text import ParseError, parse_expr, parse_program, print_expr, print_program
     from .types import FLOAT_TYPES, INT_TYPES, VALUE_TYPES, DataType, parse_type

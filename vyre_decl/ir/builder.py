@@ -27,6 +27,7 @@ from .nodes import (
     Atomic,
     Barrier,
     Block,
+    Break,
     BufferDecl,
     BufLen,
     Copy,
@@ -352,6 +353,10 @@ class ProgramBuilder:
 
     def barrier(self) -> None:
         self._emit(Barrier())
+
+    def break_(self) -> None:
+        """Leave the innermost enclosing loop (``break``; not in an unroll loop)."""
+        self._emit(Break())
 
     @contextmanager
     def _nested(self) -> Iterator[list[Node]]:

@@ -18,6 +18,7 @@ from .nodes import (
     Atomic,
     Barrier,
     Block,
+    Break,
     BufferDecl,
     BufLen,
     Copy,
@@ -124,6 +125,8 @@ def node_to_json(n: Node) -> dict[str, Any]:
         return loop
     if isinstance(n, Return):
         return {"k": "return"}
+    if isinstance(n, Break):
+        return {"k": "break"}
     if isinstance(n, Barrier):
         return {"k": "barrier"}
     if isinstance(n, Block):
@@ -244,6 +247,8 @@ def node_from_json(d: dict[str, Any]) -> Node:
         return Loop(d["var"], expr_from_json(d["from"]), expr_from_json(d["to"]), _nodes(d["body"]), d.get("unroll") is True)
     if k == "return":
         return Return()
+    if k == "break":
+        return Break()
     if k == "barrier":
         return Barrier()
     if k == "block":

@@ -20,7 +20,7 @@ __all__ = ["Token", "ParseError", "TokenCursor", "tokenize", "fill_params", "fai
 
 KEYWORDS: Final = frozenset(
     "program workgroup buffer output let if else loop in return barrier region select len "
-    "atomic as true false gid lid wgid unroll".split()
+    "atomic as true false gid lid wgid unroll break".split()
     + [t.value for t in DataType]
     + [a.value for a in Access]
 )

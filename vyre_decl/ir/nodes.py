@@ -38,6 +38,7 @@ __all__ = [
     "If",
     "Loop",
     "Return",
+    "Break",
     "Block",
     "Barrier",
     "Region",
@@ -341,6 +342,12 @@ class Return(Node):
 
 
 @record
+class Break(Node):
+    """Leave the innermost enclosing (not unrolled) ``loop``, for this invocation: it runs none of
+    the rest of that loop's body nor its later iterations, and goes on after the loop."""
+
+
+@record
 class Block(Node):
     """A nested scope."""
 
@@ -367,7 +374,7 @@ class Region(Node):
         _freeze_body(self, "body")
 
 
-Statement = Union[Let, Assign, Store, Copy, If, Loop, Return, Block, Barrier, Region]
+Statement = Union[Let, Assign, Store, Copy, If, Loop, Return, Break, Block, Barrier, Region]
 
 # ----------------------------------------------------------------------------- program
 

@@ -13,7 +13,7 @@ from typing import Final, Mapping
 from .diagnostics import Diagnostic
 from .exprparse import MAX_NESTING, ExprParser
 from .lexer import KEYWORDS, ParseError, Token
-from .nodes import Access, Assign, Barrier, Block, BufferDecl, Copy, Expr, If, Let, Loop, Node, Program, Region, Return, Store
+from .nodes import Access, Assign, Barrier, Block, Break, BufferDecl, Copy, Expr, If, Let, Loop, Node, Program, Region, Return, Store
 from .ordering import parse_qualifiers
 from .types import DataType
 
@@ -126,6 +126,8 @@ class Parser(ExprParser):
             return Loop(var, start, end, self.block(), unroll)
         if text == "return":
             return Return()
+        if text == "break":
+            return Break()
         if text == "barrier":
             return Barrier()
         if text == "region":
@@ -210,7 +212,7 @@ class Parser(ExprParser):
         return If(cond, then, otherwise)
 
 
-_STATEMENTS: Final = frozenset({"let", "loop", "return", "barrier", "region"})
+_STATEMENTS: Final = frozenset({"let", "loop", "return", "break", "barrier", "region"})
 
 
 def read_program(path: str) -> str:

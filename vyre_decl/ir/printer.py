@@ -12,6 +12,7 @@ from .nodes import (
     Atomic,
     Barrier,
     Block,
+    Break,
     BufferDecl,
     BufLen,
     Copy,
@@ -108,6 +109,8 @@ def _print_node(node: Node, depth: int, out: list[str]) -> None:
         _print_block(head, node.body, depth, out)
     elif isinstance(node, Return):
         out.append(f"{pad}return")
+    elif isinstance(node, Break):
+        out.append(f"{pad}break")
     elif isinstance(node, Barrier):
         out.append(f"{pad}barrier")
     elif isinstance(node, Block):

@@ -11,6 +11,7 @@ from .nodes import (
     Assign,
     Barrier,
     Block,
+    Break,
     BufferDecl,
     BufLen,
     Copy,
@@ -80,9 +81,14 @@ def _collectives(n: Node, path: str, collective: Callable[[str], bool]) -> list[
 def divergent_barriers(program: Program, collective: Callable[[str], bool] | None = None
                         ) -> tuple[list[str], list[tuple[str, str, bool]]]:
     """Barriers in non-uniform control flow (or after an early return), and collective ops in
-    non-uniform control flow or in a lazy branch's arm (an early return before them is allowed)."""
+    non-uniform control flow or in a lazy branch's arm (an early return before them is allowed).
+
+    A ``break`` in non-uniform control flow makes the rest of its loop non-uniform: the statements
+    after it and, by a second walk of the body, the whole body (later iterations, and the variables
+    the loop assigns, which differ between invocations that left at different iterations)."""
     buffers = {b.name: b for b in program.buffers}
     varying: set[str] = set()
+    broke: list[bool] = []  # per enclosing loop, innermost last: whether a non-uniform break was walked
     found: dict[str, None] = {}
     calls: dict[tuple[str, str, bool], None] = {}
 
@@ -90,6 +96,7 @@ def divergent_barriers(program: Program, collective: Callable[[str], bool] | Non
         """Returns whether some invocations may have returned early by the end of ``body``."""
         for i, n in enumerate(body):
             here = f"{path}[{i}]"
+            divergent = divergent or bool(broke and broke[-1])
             if collective is not None:
                 calls.update(dict.fromkeys(c for c in _collectives(n, here, collective) if divergent or c[2]))
             if isinstance(n, (Let, Assign)):
@@ -106,12 +113,20 @@ def divergent_barriers(program: Program, collective: Callable[[str], bool] | Non
                     varying.add(n.var)
                 # an early return late in the body makes the next iteration's barriers divergent: walk
                 # it again then (only then: walking every loop twice is exponential in the nesting)
+                broke.append(False)
                 r = walk(n.body, f"{here}.body", d, returned)
-                returned = walk(n.body, f"{here}.body", d, r) if r and not returned else r
+                again = broke.pop()
+                if again or (r and not returned):
+                    broke.append(again)
+                    r = walk(n.body, f"{here}.body", d or again, r)
+                    broke.pop()
+                returned = r
             elif isinstance(n, (Block, Region)):
                 returned = walk(n.body, f"{here}.body", divergent, returned)
             elif isinstance(n, Return):
                 returned = returned or divergent
+            elif isinstance(n, Break) and divergent and broke:
+                broke[-1] = True
             elif isinstance(n, Barrier) and (divergent or returned):
                 found[here] = None
         return returned

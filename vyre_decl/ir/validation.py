@@ -19,6 +19,7 @@ V027 a collective (subgroup) op in divergent control flow   V028 a collective op
 V029 bad private array             V030 private index not constant V031 unroll bounds not literals
 V032 unrolling copies too much     V033 atomic on a private array  (V029-V032: ``unrolling.py``)
 V035-V038 ordered atomics and waits: orders, scopes, buffers, bounds (``ordering.py``)
+V039 a break outside a loop            V040 a break in an unroll loop
 V043-V046 vector copies: width, element types, one buffer, word types (``vcopy.py``)
 """
 
@@ -34,6 +35,7 @@ from .nodes import (
     Assign,
     Barrier,
     Block,
+    Break,
     BufferDecl,
     Copy,
     Expr,
@@ -98,6 +100,7 @@ class _Validator:
         self.types: dict[str, DataType] = {}  # the same names with their types alone
         self.statements = 0
         self.too_many_reported = False
+        self.loops: list[bool] = []  # the enclosing loops, innermost last: whether each is unrolled
 
     def error(self, code: str, message: str, path: str, fix: str) -> None:
         self.diags.append(Diagnostic(code, message, path, fix))
@@ -299,8 +302,17 @@ class _Validator:
                        "cast the bounds to the same integer type")
         self.push()
         self.bind(n.var, var_type, True, path)
+        self.loops.append(n.unroll)
         self.walk(n.body, f"{path}.body", depth + 1)
+        self.loops.pop()
         self.pop()
+
+    def break_(self, path: str) -> None:
+        if not self.loops:
+            self.error("V039", "break outside a loop", path, "put the break inside a loop, or end the invocation with return")
+        elif self.loops[-1]:
+            self.error("V040", "break in an unroll loop (its copies are straight-line code with no loop to leave)", path,
+                       "remove unroll from the loop, or guard the rest of its body with an if")
 
     def node(self, n: Node, path: str, depth: int) -> None:
         if isinstance(n, Let):
@@ -331,6 +343,8 @@ class _Validator:
             if not isinstance(n.generator, str):
                 self.error("V020", "region generator must be a string", path, "name what produced the region")
             self.walk(n.body, f"{path}.body", depth + 1)
+        elif isinstance(n, Break):
+            self.break_(path)
         elif not isinstance(n, (Return, Barrier)):
             self.error("V020", f"not a statement node: {type(n).__name__}", path, "build statements from vyre_decl.ir nodes")
 

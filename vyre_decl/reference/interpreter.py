@@ -29,6 +29,7 @@ from ..ir.nodes import (
     Atomic,
     Barrier,
     Block,
+    Break,
     BufferDecl,
     BufLen,
     Copy,
@@ -54,6 +55,7 @@ from ..ir.signature import Binding
 from ..ir.types import DataType
 from ..registry import OpDef, Registry
 from .atomics import apply_rounds, apply_scan
+from .breaks import break_statement, leaving
 from .collective import COLLECTIVE_KERNELS, Lanes
 from .frame import (
     ExprFn,
@@ -181,6 +183,7 @@ class Compiler:
         self.ids_used: set[tuple[IdKind, int]] = set()
         self.collective: dict[str, bool] = {}  # op id -> whether it is collective (memo)
         self.uses_collectives = False
+        self.loops: list[list[str]] = []  # the loops being compiled, innermost last: [key of its breaks] once one breaks
 
     # --- expressions
     def expr(self, e: Expr) -> tuple[ExprFn, DataType]:
@@ -334,6 +337,11 @@ class Compiler:
             return self.loop(n)
         if isinstance(n, Return):
             return _return
+        if isinstance(n, Break):  # validation puts it in a loop
+            inner = self.loops[-1]
+            if not inner:
+                inner.append(f"#break{len(self.loops)}")  # the loop's depth; never a variable's name
+            return break_statement(inner[0])
         if isinstance(n, Barrier):
             return _barrier
         if isinstance(n, Block):
@@ -410,7 +418,9 @@ class Compiler:
         end, _ = self.expr(n.end)
         saved = dict(self.types)
         self.types[n.var] = t
+        self.loops.append([])
         body = self.block(n.body)
+        breaks = self.loops.pop()
         self.types = saved
         name, dtype = n.var, t.numpy_dtype
         unsigned = np.dtype(f"u{dtype.itemsize}")
@@ -440,4 +450,4 @@ class Compiler:
                 fr.vars[name] = (base + unsigned.type(k)).view(dtype)
                 body(fr, step)
 
-        return loop
+        return leaving(loop, breaks[0]) if breaks else loop
