@@ -11,7 +11,7 @@ import numpy as np
 
 from ..backends import acquire
 from ..ir.diagnostics import VyreError
-from ..routines import routine
+from ..routines import hostpath, routine
 
 __all__ = ["fail", "check_backend", "call", "intake", "exact", "widen", "widen_to", "narrow_back", "ROUTINE_DTYPES",
            "SIGNED", "UNSIGNED", "FLOATS", "is_bf16", "dtype_name"]
@@ -43,8 +43,12 @@ def check_backend(where: str, backend: Any) -> Any:
 
 
 def call(where: str, routine_id: str, *inputs: Any, backend: Any, **attrs: Any) -> Any:
-    """One routine call with a checked backend."""
-    return routine(routine_id)(*inputs, backend=check_backend(where, backend), **attrs)
+    """One routine call with a checked backend (on the reference backend through the host path,
+    routines/hostpath.py, unless ``hostpath.interpreted()`` is in force)."""
+    be = check_backend(where, backend)
+    handle = routine(routine_id)
+    fast = hostpath.run(handle, inputs, be, attrs)
+    return fast if fast is not None else handle(*inputs, backend=be, **attrs)
 
 
 def is_bf16(dtype: np.dtype) -> bool:

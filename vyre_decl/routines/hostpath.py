@@ -1,0 +1,337 @@
+"""The fast host path of routines on the reference backend: steps whose kernel has a known
+combination structure — ``reduce.blocks`` (chunks, 256 strided accumulators, a binary tree),
+``scan.offsets`` and ``scan.tiles`` (the tiled scan) and the radix sort (``sort.copy`` and a run of
+``sort.count``/``scan.tiles``/``sort.scatter``/``sort.advance`` passes: a stable sort by the digits
+it covers) — are computed with whole-array numpy operations in exactly the kernels' order. This
+module knows that order only: every combination is the registry op the routine names (``with.combine``,
+``with.lift``, ``T.$identity``), through the reference interpreter's vectorised op functions. Any
+other step is dispatched to the backend as ``run_host`` does. The interpreter stays the definition:
+``interpreted()`` turns this path off and the tests compare both (tests/test_lib_hostpath.py)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from ..backends import DispatchConfig
+from ..backends.reference import ReferenceBackend
+from ..ir.nodes import Program
+from ..ir.scalars import element_bits, to_numpy
+from ..ir.types import DataType
+from ..reference.interpreter import op_function
+from ..registry import Registry
+from .model import StepDef
+from .runner import CompiledRoutine
+
+__all__ = ["run", "run_steps", "interpreted", "enabled", "ENV"]
+
+ENV = "VYRE_DECL_HOST_PATH"  # "0": every step through the interpreter
+_state = {"on": os.environ.get(ENV, "1") != "0"}
+Fn = Callable[[Sequence[Any]], Any]
+Launch = tuple[StepDef, Program, int]
+_PASS = frozenset({"sort.copy", "sort.count", "sort.scan", "scan.tiles", "sort.scatter", "sort.advance"})  # radix passes
+
+
+def enabled() -> bool:
+    return _state["on"]
+
+
+@contextlib.contextmanager
+def interpreted() -> Iterator[None]:
+    """Within: routines on the reference backend run every step on the interpreter."""
+    before = _state["on"]
+    _state["on"] = False
+    try:
+        yield
+    finally:
+        _state["on"] = before
+
+
+def run(handle: Any, inputs: Sequence[Any], backend: Any, attrs: Mapping[str, Any]) -> Any | None:
+    """``handle`` (a routines.Routine) called on the host path, or None when it does not apply
+    (not the reference backend, or turned off): the caller runs the routine as usual."""
+    if not _state["on"] or not isinstance(backend, ReferenceBackend):
+        return None
+    arrays = handle._arrays(inputs)
+    values = handle._attrs(attrs)
+    compiled = handle.compiled([a.dtype for a in arrays], backend.registry)
+    outputs = run_steps(compiled, backend, arrays, values)
+    return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+
+def run_steps(compiled: CompiledRoutine, backend: Any, arrays: Sequence[np.ndarray],
+              attrs: Mapping[str, int]) -> list[np.ndarray]:
+    """``compiled.run_host`` with the steps of known structure computed here."""
+    routine = compiled.routine
+    env: dict[str, np.ndarray] = {s.name: a for s, a in zip(routine.inputs, arrays)}
+    sizes, scope = compiled.scope({k: int(v.size) for k, v in env.items()}, attrs)
+    for spec in routine.buffers:
+        if spec.role == "const":
+            env[spec.name] = compiled.const_values(spec, sizes, scope)
+        elif spec.role != "in":
+            env[spec.name] = np.zeros(sizes[spec.name], compiled.dtypes[spec.name].storage_dtype)
+    todo = [launch for launch in compiled.steps(sizes, scope) if launch[2]]
+    reg: Registry = backend.registry
+    i = 0
+    with np.errstate(all="ignore"):
+        while i < len(todo):
+            done = _radix_run(compiled, todo, i, env, reg) or (1 if _one(compiled, todo[i], env, reg) else 0)
+            if not done:
+                _dispatch(compiled, backend, todo[i], env)
+            i += max(done, 1)
+    return [env[s.name] for s in routine.outputs]
+
+
+def _dispatch(compiled: CompiledRoutine, backend: Any, launch: Launch, env: dict[str, np.ndarray]) -> None:
+    step, program, grid = launch
+    bound = compiled.bound[step]
+    results = backend.dispatch(program, {b.name: env[bound[b.name]] for b in program.inputs},
+                               DispatchConfig(grid=(grid, 1, 1)))
+    for decl, value in zip(program.outputs, results):
+        env[bound[decl.name]] = value
+
+
+class _Ops:
+    """A step's type variables and parameters, and the registry ops they name as vectorised functions."""
+
+    def __init__(self, compiled: CompiledRoutine, step: StepDef, registry: Registry) -> None:
+        b = compiled.binding
+        self.types: dict[str, DataType] = {**b, **{k: b[v] if v in b else DataType(v) for k, v in step.types}}
+        self.params = {**compiled.routine.params, **dict(step.params)}
+        self.registry = registry
+
+    def plain(self, *names: str) -> bool:
+        """Whether these type variables' values are stored as they are (no packed storage)."""
+        return all(np.dtype(self.types[n].storage_dtype) == np.dtype(self.types[n].numpy_dtype) for n in names)
+
+    def op(self, op_id: str, args: Sequence[DataType], type_args: Mapping[str, DataType] = {}) -> tuple[Fn, DataType]:
+        op = self.registry.get(op_id)
+        binding, out = op.signature.bind(list(args), dict(type_args))
+        return op_function(self.registry, op, binding), out
+
+    def element(self, var: str, param: str) -> Any:
+        t = self.types[var]
+        return to_numpy(t, element_bits(t, self.params[param]))
+
+    def combine(self, var: str = "A") -> Fn:
+        t = self.types[var]
+        return self.op(self.params["combine"], [t, t])[0]
+
+    def lifted(self, src: np.ndarray, aux: np.ndarray, spread: bool) -> np.ndarray:
+        """``lift(src[i], aux[i]) as A`` for every i (aux[0] for every i when ``spread`` and
+        len(aux) == 1; a load past the end of aux yields 0)."""
+        n, t = src.size, self.types["T"]
+        if spread and aux.size == 1:
+            y: Any = aux[0]
+        elif aux.size >= n:
+            y = aux[:n]
+        else:
+            y = np.concatenate([aux, np.zeros(n - aux.size, aux.dtype)])
+        lift, lt = self.op(self.params["lift"], [t, t])
+        cast, _ = self.op("primitive.convert.cast", [lt], {"T": self.types["A"]})
+        return np.asarray(cast((lift((src, y)),)))
+
+
+def _one(compiled: CompiledRoutine, launch: Launch, env: dict[str, np.ndarray], registry: Registry) -> bool:
+    """One step of known structure computed here; False when its kernel has none (or its types
+    are packed, or its grid is not the one the structure assumes)."""
+    step, _, grid = launch
+    handler = _HANDLERS.get(compiled.routine.kernels[step.kernel].qualified)
+    if handler is None:
+        return False
+    return handler(_Ops(compiled, step, registry), step.args, grid, env)
+
+
+def _chunks(n: int, groups: int) -> tuple[int, np.ndarray]:
+    """The chunk length c = ceil(n / groups) and each group's count of elements min(c, n - g c)."""
+    c = -(-n // groups)
+    return c, np.clip(n - np.arange(groups, dtype=np.int64) * c, 0, c)
+
+
+def _strided(values: np.ndarray, groups: int, c: int, width: int, rows: int, fill: Any) -> np.ndarray:
+    """A (groups, rows, width) view: [g, k, t] is values[g c + k width + t] (past the end: ``fill``;
+    the caller masks the elements outside each chunk)."""
+    need = groups * c + rows * width
+    padded = np.concatenate([values, np.full(need - values.size, fill, values.dtype)]) if need > values.size else values
+    s = padded.strides[0]
+    return as_strided(padded, (groups, rows, width), (c * s, width * s, s), writeable=False)
+
+
+def _blocks(ops: _Ops, args: Sequence[str], grid: int, env: dict[str, np.ndarray]) -> bool:
+    """reduce.blocks: chunk g's invocation t folds g c + t + 256 k in increasing k from the
+    identity, then the 256 folds combine as a binary tree (docs/routines.md)."""
+    src, aux, dst = env[args[0]], env[args[1]], env[args[2]]
+    groups, n = dst.size, src.size
+    if not ops.plain("T", "A") or grid != groups or groups == 0 or n + groups >= 2**32:
+        return False
+    combine, ident = ops.combine(), ops.element("A", "identity")
+    lifted = ops.lifted(src, aux, spread=True)
+    c, count = _chunks(n, groups)
+    rows = -(-c // 256)
+    view = _strided(lifted, groups, c, 256, rows, ident)
+    t = np.arange(256)
+    acc = np.full((groups, 256), ident, lifted.dtype)
+    for k in range(rows):
+        if 256 * (k + 1) <= count.min():
+            acc = np.asarray(combine((acc, view[:, k])))
+        else:
+            acc = np.where(k * 256 + t < count[:, None], combine((acc, view[:, k])), acc)
+    half = 128
+    while half:
+        acc = np.concatenate([np.asarray(combine((acc[:, :half], acc[:, half:2 * half]))), acc[:, half:]], axis=1)
+        half //= 2
+    env[args[2]] = acc[:, 0].astype(dst.dtype, copy=True)
+    return True
+
+
+def _shifted(values: np.ndarray, d: int, ident: Any) -> np.ndarray:
+    """Along the last axis: entry t holds values[t - d], the identity for t < d."""
+    out = np.empty_like(values)
+    out[..., :d] = ident
+    out[..., d:] = values[..., :-d]
+    return out
+
+
+def _hillis_steele(combine: Fn, values: np.ndarray, ident: Any) -> np.ndarray:
+    """The inclusive scan of the last axis (256 entries): step d combines entry t - d (the
+    identity for t < d) into entry t, d = 1, 2, 4, ..., 128."""
+    d = 1
+    while d < values.shape[-1]:
+        values = np.asarray(combine((_shifted(values, d, ident), values)))
+        d *= 2
+    return values
+
+
+def _offsets(ops: _Ops, args: Sequence[str], grid: int, env: dict[str, np.ndarray]) -> bool:
+    """scan.offsets: part := the exclusive scan of part, one workgroup (docs/routines.md)."""
+    part = env[args[0]]
+    g = part.size
+    if not ops.plain("A") or grid != 1 or g == 0:
+        return False
+    combine, ident = ops.combine(), ops.element("A", "identity")
+    per = -(-g // 256)
+    index = np.arange(256)[:, None] * per + np.arange(per)[None, :]  # [t, k]
+    valid = index < g
+    padded = np.concatenate([part, np.full(256 * per - g, ident, part.dtype)])[index]
+    fold = np.full(256, ident, part.dtype)
+    for k in range(per):
+        fold = np.where(valid[:, k], combine((fold, padded[:, k])), fold)
+    run = _shifted(_hillis_steele(combine, fold, ident), 1, ident)
+    out = np.empty_like(padded)
+    for k in range(per):
+        out[:, k] = run
+        run = np.where(valid[:, k], combine((run, padded[:, k])), run)
+    env[args[0]] = out.reshape(-1)[:g].astype(part.dtype, copy=True)
+    return True
+
+
+def _tiles(ops: _Ops, args: Sequence[str], grid: int, env: dict[str, np.ndarray]) -> bool:
+    """scan.tiles: each chunk in tiles of 1024, invocation t folding the tile's 4t .. 4t + 3, a
+    Hillis-Steele scan of the 256 folds, the carry from the chunk's offset (docs/routines.md)."""
+    src, aux, offs, dst = (env[a] for a in args)
+    groups, n = offs.size, src.size
+    if not ops.plain("T", "A") or grid != groups or groups == 0 or n + groups >= 2**32:
+        return False
+    combine, ident = ops.combine(), ops.element("A", "identity")
+    exclusive = ops.params["exclusive"] == "true"
+    c, count = _chunks(n, groups)
+    tiles = -(-c // 1024)
+    if tiles == 0:
+        return True  # nothing to write
+    lifted = ops.lifted(src, aux, spread=False)
+    valid = np.arange(tiles * 1024).reshape(tiles, 1024)[None] < count[:, None, None]
+    v = np.where(valid, _strided(lifted, groups, c, 1024, tiles, ident), ident).reshape(groups, tiles, 256, 4)
+    s = [v[..., 0]]
+    for r in range(1, 4):
+        s.append(np.asarray(combine((s[-1], v[..., r]))))
+    tot = _hillis_steele(combine, s[3], ident)
+    before = _shifted(tot, 1, ident)
+    carry = np.empty((groups, tiles), v.dtype)
+    carry[:, 0] = offs
+    for k in range(1, tiles):
+        carry[:, k] = combine((carry[:, k - 1], tot[:, k - 1, 255]))
+    carry3 = carry[:, :, None]
+    out = np.empty_like(v)
+    for r in range(4):
+        inner = (before if r == 0 else np.asarray(combine((before, s[r - 1])))) if exclusive else combine((before, s[r]))
+        out[..., r] = combine((carry3, inner))
+    flat = out.reshape(groups, tiles * 1024)[:, :c].reshape(-1)
+    new = dst.copy()
+    m = min(n, dst.size)
+    new[:m] = flat[:m]
+    env[args[3]] = new
+    return True
+
+
+_HANDLERS: dict[str, Callable[[_Ops, Sequence[str], int, dict[str, np.ndarray]], bool]] = {
+    "reduce.blocks": _blocks, "scan.offsets": _offsets, "scan.tiles": _tiles}
+
+
+def _qualified(compiled: CompiledRoutine, step: StepDef) -> str:
+    return compiled.routine.kernels[step.kernel].qualified
+
+
+def _stable_order(field: np.ndarray, width: int) -> np.ndarray:
+    """The stable ascending order of ``field`` (unsigned, ``width`` bits): least significant 32-bit
+    words first, each a sort of (word, position in the order so far) packed into 64 bits."""
+    n = field.size
+    order = np.arange(n, dtype=np.uint64)
+    position = np.arange(n, dtype=np.uint64)
+    wide = field.astype(np.uint64)
+    for lo in range(0, width, 32):
+        word = (wide >> np.uint64(lo)) & np.uint64(0xFFFFFFFF)
+        packed = (word[order] << np.uint64(32)) | position
+        packed.sort()
+        order = order[packed & np.uint64(0xFFFFFFFF)]
+    return order
+
+
+def _radix_run(compiled: CompiledRoutine, todo: Sequence[Launch], i: int, env: dict[str, np.ndarray],
+               registry: Registry) -> int:
+    """The passes of the sort family's LSD radix sort from ``todo[i]`` (a maximal run of its pass
+    kernels, the first reading the keys): the passes cover every bit of the key and each is a
+    stable partition by its digit, so the run is the stable sort of ``keys ^ K.$flip``, the values
+    (or, with ``$index``, the indices) moving with the keys into the last scatter's outputs.
+    Returns the number of launches done here (0: not such a run)."""
+    if i or _qualified(compiled, todo[0][0]) not in _PASS:
+        return 0
+    j = 0
+    while j < len(todo) and _qualified(compiled, todo[j][0]) in _PASS:
+        j += 1
+    run = todo[:j]
+    scatters = [s for s, _, _ in run if _qualified(compiled, s) == "sort.scatter"]
+    keys_name = run[0][0].args[0]
+    first = next((s for s, _, _ in run if len(s.args) >= 4 and s.args[0] == keys_name), None)
+    if not scatters or first is None or _stale(compiled, todo, run, j):
+        return 0
+    ops = _Ops(compiled, first, registry)
+    keys, vals = env[keys_name], env[first.args[1]]
+    out_k, out_v = scatters[-1].args[-2], scatters[-1].args[-1]
+    if not ops.plain("K", "V") or vals.size not in (0, keys.size) or env[out_k].size != keys.size:
+        return 0
+    k_t = ops.types["K"]
+    xor, _ = ops.op("primitive.bitwise.xor", [k_t, k_t])
+    flipped = np.asarray(xor((keys, ops.element("K", "flip")))).astype(keys.dtype, copy=False)
+    order = _stable_order(flipped, k_t.bits)
+    env[out_k] = flipped[order].astype(env[out_k].dtype, copy=True)
+    if env[out_v].size:
+        if ops.params.get("index") == "true":
+            cast, _ = ops.op("primitive.convert.cast", [DataType.U32], {"T": ops.types["V"]})
+            vals = np.asarray(cast((np.arange(keys.size, dtype=np.uint32),)))
+        env[out_v] = vals[order].astype(env[out_v].dtype, copy=True)
+    return j
+
+
+def _stale(compiled: CompiledRoutine, todo: Sequence[Launch], run: Sequence[Launch], end: int) -> bool:
+    """Whether a buffer of the run other than the last scatter's outputs (counts, positions, the
+    pass number, the intermediate passes: this path leaves them as they were) is read later or is
+    an output of the routine."""
+    scat = [s.args for s, _, _ in run if _qualified(compiled, s) == "sort.scatter"]
+    inputs = {b.name for b in compiled.routine.inputs}
+    touched = {a for s, _, _ in run for a in s.args} - inputs - {scat[-1][-2], scat[-1][-1]}
+    later = {a for s, _, _ in todo[end:] for a in s.args} | {b.name for b in compiled.routine.outputs}
+    return bool(touched & later)
