@@ -3,7 +3,8 @@ valid, survive print and parse, run on the reference backend, and their kernels 
 cover every statement kind, workgroup memory with barriers, order-free atomics, every storage
 type and every op but the order-dependent atomics, subgroup collectives among them (in uniform
 control flow, partial subgroups included), private arrays and unroll loops, ordered atomics, atomic
-loads and stores and bounded waits (issue 28, in ways whose outcome cannot change the outputs); a NaN reaches an op that shows NaN bits only
+loads and stores and bounded waits (issue 28, in ways whose outcome cannot change the outputs), partial
+and uniform breaks; a NaN reaches an op that shows NaN bits only
 as a literal; the ``--fuzz`` command counts mismatches and minimises each one."""
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from vyre_decl.conform.fuzz import FuzzOps, check_program, random_inputs, random
 from vyre_decl.conform.fuzzrun import run_fuzz
 from vyre_decl.conform.isolation import InProcessRunner
 from vyre_decl.emit import assemble, emit, find_ptxas
-from vyre_decl.ir.nodes import (Access, Atomic, Barrier, Block, Id, IdKind, If, Let, Lit, Load, Loop, MemoryOrder,
+from vyre_decl.ir.nodes import (Access, Atomic, Barrier, Block, Break, Id, IdKind, If, Let, Lit, Load, Loop, MemoryOrder,
                                 MemoryScope, Op, Region, Return, Select, Store, Var, Wait)
 from vyre_decl.ir.subgroup import SUBGROUP_SIZE
 from vyre_decl.ir.text import parse_program
@@ -165,6 +166,44 @@ def test_the_generator_makes_ordered_atomics_atomic_loads_stores_and_waits_with_
             if isinstance(e, Select) and e.lazy:
                 arms = [x for arm in (e.if_true, e.if_false) for x in subexprs(arm)]
                 assert not any(isinstance(x, Wait) or (isinstance(x, Load) and x.order) for x in arms), p.name
+
+
+def _loops_with_breaks(body):
+    """(loop, its breaks) for every loop whose body breaks out of it (not out of a nested loop)."""
+    def own(nodes):
+        for n in nodes:
+            if isinstance(n, Break):
+                yield n
+            elif isinstance(n, If):
+                yield from own(n.then + n.otherwise)
+            elif isinstance(n, (Block, Region)):
+                yield from own(n.body)
+    return [(n, list(own(n.body))) for n in statements(body) if isinstance(n, Loop) and any(own(n.body))]
+
+
+def test_the_generator_makes_partial_and_uniform_breaks():
+    """Issue 28: loops that are not unrolled sometimes break (``if COND { break }`` anywhere in the
+    body), mostly under a condition that differs between invocations (no collective op in such a
+    loop: V027) and sometimes under a uniform one; never out of an unroll loop (V040). Validity,
+    the reference and ptxas are checked with every other program above."""
+    with_breaks = [(p, _loops_with_breaks(p.body)) for p in PROGRAMS]
+    with_breaks = [(p, loops) for p, loops in with_breaks if loops]
+    assert 0.04 * len(PROGRAMS) <= len(with_breaks) <= 0.2 * len(PROGRAMS), len(with_breaks)
+    assert all(not loop.unroll for _, loops in with_breaks for loop, _ in loops)
+    buffers = lambda p: {b.name: b for b in p.buffers}  # noqa: E731
+    from vyre_decl.ir.uniformity import _uniform
+    divergent = uniform = 0
+    for p, loops in with_breaks:
+        for loop, _ in loops:
+            conds = [n.cond for n in loop.body if isinstance(n, If) and n.then == (Break(),)]
+            assert conds, p.name  # each break stands alone in an if of the loop's own body
+            if all(_uniform(c, {x.name for x in subexprs(c) if isinstance(x, Var)}, buffers(p)) for c in conds):
+                uniform += 1
+            else:
+                divergent += 1
+                assert not _collective_calls(loop.body), p.name
+    assert divergent >= 25 and uniform >= 10, (divergent, uniform)  # 36 and 47 of seeds 0-999
+    assert any(_collective_calls(p.body) for p, _ in with_breaks)  # in programs that call collectives elsewhere
 
 
 def test_atomic_old_values_and_accumulators_are_never_read():

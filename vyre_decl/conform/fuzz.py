@@ -69,8 +69,8 @@ from ..ir.nodes import (
 )
 from ..ir.types import DataType as D
 from ..registry import Registry
-from .fuzzfeatures import (acc_order, features, ordered_read, ordered_store, private_decl, private_load, private_store,
-                           shared_read)
+from .fuzzfeatures import (acc_order, break_plan, features, ordered_read, ordered_store, place_break, private_decl,
+                           private_load, private_store, shared_read)
 
 __all__ = ["random_program", "random_inputs", "check_program", "FuzzOps", "ACC_COUNT"]
 
@@ -141,6 +141,7 @@ class _Gen:
         self.private: BufferDecl | None = None  # a private array (fuzzfeatures.py), its loops sometimes unrolled
         self.counters: list[str] = []  # the counters of the unroll loops around: constant private indices
         self.ordered = False  # atomics, stores and workgroup reads may carry a memory order (fuzzfeatures.py)
+        self.breaks = False  # loops may break (fuzzfeatures.py)
 
     def fresh(self) -> str:
         self.names += 1
@@ -318,7 +319,12 @@ class _Gen:
         var = self.fresh()
         unroll = fill or (self.private is not None and r.random() < 0.6)
         self.counters += [var] if unroll else []
+        plan = break_plan(self, unroll)  # None: no break (and no draw, in a program without breaks)
+        self.divergent += plan is True
         body = self.scoped(depth - 1, r.randint(0, 2) if fill else r.randint(1, 3), output, {var: D.U32})
+        self.divergent -= plan is True
+        if plan is not None:
+            place_break(self, body, var, plan)
         if fill:
             assert self.private is not None and isinstance(self.private.count, int)
             body.insert(0, Store(self.private.name, Var(var), self.expr(self.private.dtype.value_type, 2)))
@@ -363,7 +369,7 @@ def random_program(seed: int, ops: FuzzOps) -> Program:
     gen = _Gen(ops, r, inputs)
     buffers = gen.buffers = list(inputs)
     feats = features(seed)
-    gen.ordered = feats.ordered
+    gen.ordered, gen.breaks = feats.ordered, feats.breaks
     if ops.atomics and r.random() < 0.25:
         gen.acc = BufferDecl("acc", Access.READ_WRITE, r.choice(sorted(ops.atomics, key=lambda t: t.value)),
                              count=ACC_COUNT, binding=len(buffers))

@@ -18,6 +18,10 @@ choices come from the program's own stream.
   word whether it ends by a change or by its bound (a value different from the word: the first
   read; the word itself: every read, then the value, which is the word), so the outputs do not
   depend on how it ends. Never in a lazy branch's arms.
+- **Breaks**: a loop that is not unrolled sometimes gets ``if COND { break }`` at any place in its
+  body. Mostly COND may differ between invocations (partial breaks): the body is then generated as
+  divergent control flow, with no collective op in it (V027); else COND is uniform (every
+  invocation of the workgroup leaves at the same iteration).
 """
 
 from __future__ import annotations
@@ -25,18 +29,20 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING
 
-from ..ir.nodes import (Access, BufferDecl, Expr, Id, IdKind, Let, Lit, Load, MemoryOrder, MemoryScope, Op, Store, Var,
-                        Wait)
+from ..ir.nodes import (Access, Break, BufferDecl, Expr, Id, IdKind, If, Let, Lit, Load, MemoryOrder, MemoryScope, Node, Op,
+                        Store, Var, Wait)
 from ..ir.types import DataType as D
 
 if TYPE_CHECKING:
     from .fuzz import _Gen
 
 __all__ = ["Features", "features", "private_decl", "private_load", "private_store", "ordered_read", "shared_read",
-           "ordered_store", "acc_order", "PRIVATE_PROGRAMS", "ORDERED_PROGRAMS"]
+           "ordered_store", "acc_order", "break_plan", "place_break", "PRIVATE_PROGRAMS", "ORDERED_PROGRAMS",
+           "BREAK_PROGRAMS"]
 
 PRIVATE_PROGRAMS = 0.15  # the share of programs with a private array (and unroll loops)
 ORDERED_PROGRAMS = 0.25  # the share of programs whose atomics, stores and shared reads may be ordered
+BREAK_PROGRAMS = 0.25  # the share of programs whose loops may break
 _WORDS = (D.U32, D.I32, D.U64, D.I64, D.F32, D.F64)  # atomic loads and stores
 _INT_WORDS = (D.U32, D.I32, D.U64, D.I64)  # waits
 _PRIVATE_TYPES = (D.U32, D.I32, D.F32, D.U64, D.I64, D.F64, D.U8, D.I16, D.F16, D.BF16, D.BOOL)
@@ -46,14 +52,35 @@ _ADD = "primitive.math.add"
 class Features:
     """What one program uses beyond the core generator."""
 
-    def __init__(self, private: bool, ordered: bool) -> None:
-        self.private, self.ordered = private, ordered
+    def __init__(self, private: bool, ordered: bool, breaks: bool = False) -> None:
+        self.private, self.ordered, self.breaks = private, ordered, breaks
 
 
 def features(seed: int) -> Features:
-    """The features of the program of ``seed``, from a generator apart from the program's."""
+    """The features of the program of ``seed``, from a generator apart from the program's (each
+    feature's draw comes after the earlier ones', so adding one changes none of theirs)."""
     r = random.Random(seed * 1_000_003 + 28)
-    return Features(r.random() < PRIVATE_PROGRAMS, r.random() < ORDERED_PROGRAMS)
+    return Features(r.random() < PRIVATE_PROGRAMS, r.random() < ORDERED_PROGRAMS, r.random() < BREAK_PROGRAMS)
+
+
+def break_plan(gen: _Gen, unroll: bool) -> bool | None:
+    """Before a loop's body is generated: None (no break in it), or whether its break's condition
+    may differ between invocations (then the caller generates the body as divergent control flow).
+    Draws from the program's stream only in a program with breaks."""
+    if not gen.breaks or unroll or gen.rng.random() < 0.2:
+        return None
+    return gen.rng.random() < 0.75
+
+
+def place_break(gen: _Gen, body: list[Node], var: str, divergent: bool) -> None:
+    """``if COND { break }`` at a random place of ``body`` (COND may read the counter ``var``)."""
+    r = gen.rng
+    gen.scopes.append({var: D.U32})
+    gen.divergent += 1  # no collective op in the condition, either way
+    cond = gen.expr(D.BOOL, 2) if divergent else gen.uniform(D.BOOL, 2)
+    gen.divergent -= 1
+    gen.scopes.pop()
+    body.insert(r.randint(0, len(body)), If(cond, (Break(),)))
 
 
 def private_decl(r: random.Random) -> BufferDecl:
