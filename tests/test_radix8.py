@@ -1,0 +1,126 @@
+"""The cooperative routines on subgroup ops (issue 28): the 8-bit-digit radix sort (ranked by
+match_any), compaction by one ballot per subgroup and 32 elements, and histograms aggregated in a
+subgroup before the atomics. Sizes cross the tiles (2048 keys), the chunks (4096 keys and more a
+workgroup) and partial subgroups; values are compared by their bits (NaN payloads, -0.0); the
+CUDA backend (marked gpu; the simulated device on a machine without one) gives the reference's
+bits."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vyre_decl.backends.cuda import cuda_available
+from vyre_decl.routines import routine
+
+GPU = pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU: libcuda.so.1 cannot be loaded or reports no device")
+SIZES = [0, 1, 33, 2048, 2049, 9000]  # 9000: three chunks of two tiles each, the last one short
+
+
+def _keys(dtype: type, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Random words, a third of them few distinct small values (long runs of equal digits)."""
+    bits = np.dtype(dtype).itemsize * 8
+    k = rng.integers(0, 2**bits, n, dtype=np.uint64).astype(dtype)
+    k[::3] = (k[::3] % 5).astype(dtype)
+    return k
+
+
+def _values(n: int, rng: np.random.Generator) -> np.ndarray:
+    """f32 values with distinct NaN payloads and -0.0, so a moved value keeps its bits."""
+    v = rng.standard_normal(n).astype(np.float32)
+    w = v.view(np.uint32)
+    w[1::7] = 0x7FC00000 | (np.arange(w[1::7].size, dtype=np.uint32) & 0x3FFFFF)
+    w[2::7] = 0x80000000
+    return v
+
+
+def _sort_case(dtype: type, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return _keys(dtype, n, rng), _values(n, rng)
+
+
+@pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
+@pytest.mark.parametrize("n", SIZES)
+def test_radix_pairs_is_numpys_stable_sort_bit_for_bit(dtype, n):
+    keys, vals = _sort_case(dtype, n, n + 1)
+    got_k, got_v = routine("sort.radix_pairs")(keys, vals, backend="reference")
+    order = np.argsort(keys, kind="stable")
+    assert got_k.tobytes() == keys[order].tobytes()
+    assert got_v.tobytes() == vals[order].tobytes()
+
+
+@pytest.mark.parametrize("n", [5, 4097])
+def test_topk_takes_the_largest_keys_lower_index_first(n):
+    keys = _keys(np.uint32, n, np.random.default_rng(n))
+    keys[: n // 2] = 3  # many ties
+    top, ix = routine("sort.topk")(keys, backend="reference", k=5)
+    order = np.argsort(-keys.astype(np.int64), kind="stable")[:5]
+    assert np.array_equal(top, keys[order]) and np.array_equal(ix, order.astype(np.uint32))
+
+
+def _mask_case(dtype: type, n: int, seed: int, share: float) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    x = np.where(rng.random(n) < share, rng.standard_normal(n) * 100 + 1, 0).astype(dtype)
+    if n > 10 and np.dtype(dtype).kind == "f":
+        x[3], x[4] = np.nan, -0.0  # a NaN is kept, -0.0 is not
+    return x
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int64])
+@pytest.mark.parametrize("share", [0.0, 0.5, 1.0])
+@pytest.mark.parametrize("n", [0, 1, 33, 2049, 20000])
+def test_compact_gives_numpys_nonzero(dtype, share, n):
+    x = _mask_case(dtype, n, n, share)
+    indices, count = routine("data.compact")(x, backend="reference")
+    want = np.flatnonzero(x)
+    assert count.tolist() == [want.size]
+    assert np.array_equal(indices[: want.size], want) and not indices[want.size:].any()
+
+
+@pytest.mark.parametrize("n", [0, 1, 33, 40000])
+def test_byte_histogram_counts_skewed_and_random_bytes(n):
+    rng = np.random.default_rng(n)
+    b = rng.integers(0, 256, n).astype(np.uint8)
+    b[: n // 2] = 200  # whole subgroups of one byte: one aggregated atomic each
+    assert np.array_equal(routine("bytes.histogram")(b, backend="reference"), np.bincount(b, minlength=256))
+
+
+@pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
+@pytest.mark.parametrize("bins", [1, 256, 1025])
+def test_histogram_counts_values_below_bins(dtype, bins):
+    rng = np.random.default_rng(bins)
+    x = rng.integers(0, bins + 40, 20000).astype(dtype)
+    x[:7000] = bins - 1
+    x[7000:7100] = np.iinfo(dtype).max  # past every bin, and past u32 for u64
+    got = routine("data.histogram")(x, backend="reference", bins=bins)
+    assert np.array_equal(got, np.bincount(x[x < bins].astype(np.int64), minlength=bins))
+
+
+def _same(a, b) -> bool:
+    return all(x.dtype == y.dtype and x.tobytes() == y.tobytes()
+               for x, y in zip(*(o if isinstance(o, tuple) else (o,) for o in (a, b))))
+
+
+def _gpu_calls():
+    for n in (2049, 9000):
+        yield pytest.param("sort.radix_pairs", _sort_case(np.uint32, n, n), {}, id=f"pairs-u32-{n}")
+    yield pytest.param("sort.radix_pairs", _sort_case(np.uint64, 9000, 3), {}, id="pairs-u64-9000")
+    yield pytest.param("sort.radix", _sort_case(np.uint32, 9000, 4)[:1], {}, id="radix-u32-9000")
+    yield pytest.param("sort.topk", _sort_case(np.uint32, 4097, 5)[:1], {"k": 7}, id="topk-4097")
+    yield pytest.param("data.compact", [_mask_case(np.float32, 20000, 6, 0.5)], {}, id="compact-f32-20000")
+    b = np.random.default_rng(7).integers(0, 256, 40000).astype(np.uint8)
+    b[:20000] = 9
+    yield pytest.param("bytes.histogram", [b], {}, id="bytes-40000")
+    x = np.random.default_rng(8).integers(0, 1100, 20000).astype(np.uint64)
+    x[:9000] = 3
+    for bins in (256, 1025):
+        yield pytest.param("data.histogram", [x], {"bins": bins}, id=f"histogram-u64-{bins}")
+
+
+@pytest.mark.gpu
+@GPU
+@pytest.mark.parametrize("rid,inputs,attrs", list(_gpu_calls()))
+def test_cuda_gives_the_reference_bits(rid, inputs, attrs):
+    ref = routine(rid)(*inputs, backend="reference", **attrs)
+    assert _same(routine(rid)(*inputs, backend="cuda", **attrs), ref)
+    assert _same(routine(rid)(*inputs, backend="cuda", **attrs), ref)  # the graph's replay
