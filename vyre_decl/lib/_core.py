@@ -10,6 +10,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ..backends import acquire
+from ..backends.reference import ReferenceBackend
 from ..ir.diagnostics import VyreError
 from ..routines import hostpath, routine
 
@@ -49,6 +50,12 @@ def call(where: str, routine_id: str, *inputs: Any, backend: Any, **attrs: Any) 
     handle = routine(routine_id)
     fast = hostpath.run(handle, inputs, be, attrs)
     return fast if fast is not None else handle(*inputs, backend=be, **attrs)
+
+
+def on_host_path(backend: Any) -> bool:
+    """Whether ``backend`` (checked) runs lib's work on the host path (routines/hostpath.py): the
+    reference backend, unless ``hostpath.interpreted()`` is in force."""
+    return hostpath.enabled() and isinstance(backend, ReferenceBackend)
 
 
 def is_bf16(dtype: np.dtype) -> bool:

@@ -10,7 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from ._core import call, fail, intake, ints, narrow_back, widen
+from ..ir.types import DataType
+from ..routines import hostpath
+from ._core import call, check_backend, fail, intake, ints, narrow_back, on_host_path, widen
 from ._kernel import WORKGROUP, run_text
 
 __all__ = ["sort", "argsort", "topk"]
@@ -38,6 +40,9 @@ def _keys(where: str, wide: np.ndarray, backend: Any, descending: bool = False) 
     elif form == "v":
         return wide
     n = wide.size
+    be = check_backend(where, backend)
+    if on_host_path(be):  # the same expression over the whole array, no program around it
+        return hostpath.map_values(form, {"v": (DataType(vt), wide.ravel())}, be.registry).astype(np.dtype(kt.replace("u", "uint")), copy=False)
     text = "\n".join([f"program lib_sort_keys workgroup({WORKGROUP}, 1, 1) {{", f"  buffer x: read {vt}[] @0",
                       f"  buffer out: write {kt}[{n}] @1", "  let i = gid.x", f"  if i < {n}u32 {{",
                       "    let v = x[i]", f"    out[i] = {form}", "  }", "}", ""])
@@ -53,6 +58,8 @@ def _argsort_rows(where: str, keys: np.ndarray, rows: int, cols: int, backend: A
         row_of = (np.asarray(order) // np.uint32(cols)).astype(np.uint32)
         _, again = call(where, "sort.radix_pairs", row_of, np.asarray(order), backend=backend)
         order = again
+    if rows == 1:
+        return np.asarray(order).astype(np.int64).reshape(1, cols)
     return (np.asarray(order) % np.uint32(cols)).astype(np.int64).reshape(rows, cols) if cols else np.zeros((rows, 0), np.int64)
 
 
@@ -83,7 +90,7 @@ def sort(keys: Any, values: Any = None, axis: Any = -1, *, backend: Any = "auto"
     order = argsort(arr, axis=axis, backend=backend)
     flat_axis = -1 if axis is None else axis
     src = arr.ravel() if axis is None else arr
-    out = np.take_along_axis(src, order, axis=flat_axis) if src.ndim else src.copy()
+    out = (src[order] if src.ndim == 1 else np.take_along_axis(src, order, axis=flat_axis)) if src.ndim else src.copy()
     if values is None:
         return out
     vals = intake("sort", values, "values")

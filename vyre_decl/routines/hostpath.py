@@ -22,12 +22,14 @@ from ..backends.reference import ReferenceBackend
 from ..ir.nodes import Program
 from ..ir.scalars import element_bits, to_numpy
 from ..ir.types import DataType
-from ..reference.interpreter import op_function
+from ..ir.parser import parse_expr
+from ..reference.frame import _Values
+from ..reference.interpreter import Compiler, op_function
 from ..registry import Registry
 from .model import StepDef
 from .runner import CompiledRoutine
 
-__all__ = ["run", "run_steps", "interpreted", "enabled", "ENV"]
+__all__ = ["run", "run_steps", "map_values", "interpreted", "enabled", "ENV"]
 
 ENV = "VYRE_DECL_HOST_PATH"  # "0": every step through the interpreter
 _state = {"on": os.environ.get(ENV, "1") != "0"}
@@ -125,8 +127,8 @@ class _Ops:
         """``lift(src[i], aux[i]) as A`` for every i (aux[0] for every i when ``spread`` and
         len(aux) == 1; a load past the end of aux yields 0)."""
         n, t = src.size, self.types["T"]
-        if spread and aux.size == 1:
-            y: Any = aux[0]
+        if (spread and aux.size == 1) or aux.size == 0:
+            y: Any = aux[0] if aux.size else np.zeros((), aux.dtype)[()]
         elif aux.size >= n:
             y = aux[:n]
         else:
@@ -153,12 +155,23 @@ def _chunks(n: int, groups: int) -> tuple[int, np.ndarray]:
 
 
 def _strided(values: np.ndarray, groups: int, c: int, width: int, rows: int, fill: Any) -> np.ndarray:
-    """A (groups, rows, width) view: [g, k, t] is values[g c + k width + t] (past the end: ``fill``;
-    the caller masks the elements outside each chunk)."""
+    """A (groups, rows, width) array: [g, k, t] is values[g c + k width + t], ``fill`` past the end
+    (the caller masks the elements outside each chunk)."""
     need = groups * c + rows * width
     padded = np.concatenate([values, np.full(need - values.size, fill, values.dtype)]) if need > values.size else values
     s = padded.strides[0]
     return as_strided(padded, (groups, rows, width), (c * s, width * s, s), writeable=False)
+
+
+def _row(values: np.ndarray, groups: int, c: int, k: int) -> np.ndarray:
+    """Row k of every chunk, (groups, 256): values[g c + 256 k + t]; a view where every element is
+    in bounds, else gathered with the indices past the end clamped (the caller masks those)."""
+    n, s = values.size, values.strides[0]
+    last = (groups - 1) * c + 256 * k + 255
+    if last < n:
+        return as_strided(values[256 * k:], (groups, 256), (c * s, s), writeable=False)
+    index = np.arange(groups)[:, None] * c + 256 * k + np.arange(256)[None, :]
+    return values[np.minimum(index, n - 1)]
 
 
 def _blocks(ops: _Ops, args: Sequence[str], grid: int, env: dict[str, np.ndarray]) -> bool:
@@ -171,15 +184,15 @@ def _blocks(ops: _Ops, args: Sequence[str], grid: int, env: dict[str, np.ndarray
     combine, ident = ops.combine(), ops.element("A", "identity")
     lifted = ops.lifted(src, aux, spread=True)
     c, count = _chunks(n, groups)
-    rows = -(-c // 256)
-    view = _strided(lifted, groups, c, 256, rows, ident)
     t = np.arange(256)
     acc = np.full((groups, 256), ident, lifted.dtype)
-    for k in range(rows):
+    for k in range(-(-c // 256)):
+        if n == 0:
+            break
         if 256 * (k + 1) <= count.min():
-            acc = np.asarray(combine((acc, view[:, k])))
+            acc = np.asarray(combine((acc, _row(lifted, groups, c, k))))
         else:
-            acc = np.where(k * 256 + t < count[:, None], combine((acc, view[:, k])), acc)
+            acc = np.where(k * 256 + t < count[:, None], combine((acc, _row(lifted, groups, c, k))), acc)
     half = 128
     while half:
         acc = np.concatenate([np.asarray(combine((acc[:, :half], acc[:, half:2 * half]))), acc[:, half:]], axis=1)
@@ -276,18 +289,24 @@ def _qualified(compiled: CompiledRoutine, step: StepDef) -> str:
 
 
 def _stable_order(field: np.ndarray, width: int) -> np.ndarray:
-    """The stable ascending order of ``field`` (unsigned, ``width`` bits): least significant 32-bit
-    words first, each a sort of (word, position in the order so far) packed into 64 bits."""
+    """The stable ascending order (intp indices) of ``field`` (unsigned, ``width`` bits): least
+    significant 32-bit words first, each a sort of (word, position in the order so far) packed
+    into 64 bits."""
     n = field.size
-    order = np.arange(n, dtype=np.uint64)
+    order: np.ndarray | None = None
     position = np.arange(n, dtype=np.uint64)
-    wide = field.astype(np.uint64)
+    wide = field.astype(np.uint64, copy=False)
     for lo in range(0, width, 32):
-        word = (wide >> np.uint64(lo)) & np.uint64(0xFFFFFFFF)
-        packed = (word[order] << np.uint64(32)) | position
+        word = wide >> np.uint64(lo) if lo else wide
+        if width - lo > 32:
+            word = word & np.uint64(0xFFFFFFFF)
+        if order is not None:
+            word = word[order]
+        packed = (word << np.uint64(32)) | position
         packed.sort()
-        order = order[packed & np.uint64(0xFFFFFFFF)]
-    return order
+        got = (packed & np.uint64(0xFFFFFFFF)).astype(np.intp)
+        order = got if order is None else order[got]
+    return order if order is not None else np.arange(n, dtype=np.intp)
 
 
 def _radix_run(compiled: CompiledRoutine, todo: Sequence[Launch], i: int, env: dict[str, np.ndarray],
@@ -335,3 +354,13 @@ def _stale(compiled: CompiledRoutine, todo: Sequence[Launch], run: Sequence[Laun
     touched = {a for s, _, _ in run for a in s.args} - inputs - {scat[-1][-2], scat[-1][-1]}
     later = {a for s, _, _ in todo[end:] for a in s.args} | {b.name for b in compiled.routine.outputs}
     return bool(touched & later)
+
+
+def map_values(expr: str, variables: Mapping[str, tuple[DataType, np.ndarray]], registry: Registry) -> np.ndarray:
+    """The text-form expression ``expr`` over whole arrays: every element at once, through the
+    reference interpreter's compiled closures and op functions (what a one-invocation-per-element
+    program ``out[i] = expr`` computes on the reference backend, without its masks and bounds)."""
+    compiler = Compiler(registry, {}, {k: t for k, (t, _) in variables.items()})
+    fn, _ = compiler.expr(parse_expr(expr))
+    with np.errstate(all="ignore"):
+        return np.asarray(fn(_Values({k: a for k, (_, a) in variables.items()}), None))  # type: ignore[arg-type]
