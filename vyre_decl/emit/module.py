@@ -24,7 +24,7 @@ def vector_entry(program: Program, registry: Registry | None = None) -> str | No
 
 def _entry(name: str, abi: KernelABI, program: Program, em: _Emitter) -> list[str]:
     shared = [b for b in program.buffers if b.access is Access.WORKGROUP]
-    private = [b for b in program.buffers if b.access is Access.PRIVATE]
+    private = [b for b in program.buffers if b.access is Access.PRIVATE and b.name not in em.promoted]
     return [
         f".visible .entry {name}(",
         ",\n".join(f"\t.param .{'u64' if p.kind == 'ptr' else 'u32'} {p.name}" for p in abi.params),

@@ -16,7 +16,8 @@ from typing import Final
 from ..ir.nodes import BufferDecl
 from ..ir.types import DataType
 from ..ir.unrolling import MAX_UNROLL_COPIES
-from .registers import _MEM_TYPE, _REG, _Lines
+from .promote import _RegisterArrays
+from .registers import _MEM_TYPE, _REG
 
 __all__ = ["private_slot", "private_bytes"]  # and the mixin of the emitter's private-array code
 
@@ -35,7 +36,7 @@ def private_bytes(b: BufferDecl) -> int:
     return -(-(b.count * private_slot(b).size) // 4) * 4
 
 
-class _PrivateMemory(_Lines):
+class _PrivateMemory(_RegisterArrays):
     """Zeroing private arrays, and the loads and stores whose layout differs from the buffer's."""
 
     def _zero_private(self, private: list[BufferDecl]) -> None:
@@ -43,6 +44,7 @@ class _PrivateMemory(_Lines):
         elements) by stores at constant offsets, in the words it is accessed in, so that it can live
         in registers; a larger one by a loop over its 32-bit words."""
         self.comment("zero the private arrays (each invocation its own)")
+        private = self.promote(private)  # those indexed by literals and unroll counters: registers (promote.py)
         for b in private:
             base = self.reg(DataType.U32)
             self.emit(f"mov.u32 {base}, pv_{b.name};")

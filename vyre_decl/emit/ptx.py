@@ -124,6 +124,8 @@ class _Emitter(_Prologue, _OrderedMemory, _VectorCopy):
         return p, a, ".global"
 
     def load(self, e: Load) -> tuple[str, DataType, bool]:
+        if e.buffer in self.promoted:  # a private array in registers (promote.py)
+            return self.promoted_load(e)
         decl = self.buffers[e.buffer]
         idx, _, _ = self.expr(e.index)
         p, a, space = self.address(decl, idx)
@@ -391,12 +393,16 @@ class _Emitter(_Prologue, _OrderedMemory, _VectorCopy):
             counter = Lit.of(start.dtype, value)
             self.comment(f"{head}: {n.var} = {print_expr(counter)}")
             r, t, _ = self.expr(counter)
+            self.counter(r, value)  # for the indices of register arrays (promote.py)
             saved = dict(self.vars)
             self.vars[n.var] = (r, t)
             self.body(n.body, f"{path}.body")
             self.vars = saved
 
     def store(self, n: Store) -> None:
+        if n.buffer in self.promoted:  # a private array in registers (promote.py)
+            self.promoted_store(n.buffer, self.known_index(n.index), self.expr(n.value)[0])
+            return
         decl = self.buffers[n.buffer]
         idx, _, _ = self.expr(n.index)
         val, _, _ = self.expr(n.value)

@@ -1,15 +1,16 @@
 """Vector copies in PTX (docs/semantics.md, "Vector copies"): ``dst[i ..+ N] = src[j ..+ N]`` as
 64- and 128-bit ``ld``/``st`` where it can be, element by element where it cannot.
 
-The copy moves 32-bit words: N elements of 4 or 8 bytes are 2 to 8 words, moved in pieces of at
-most four (``ld{space}.v4.b32`` then ``st{space}.v4.b32``; ``.v2`` for 64 bits). The fast path runs
-when both indices are multiples of the piece's element count, both vectors lie wholly in bounds
-and, for a global buffer, its base address is aligned to the piece (checked at run time, as the
-vectorised map entry does in ``vector.py``); workgroup and private arrays are declared ``.align 16``
-by the module. Otherwise each element is loaded and stored by the emitter's usual predicated
-accesses, its index past 2^32 - 1 read as out of bounds. No arithmetic is folded here: where the
-indices are constants after unrolling (private arrays, workgroup slots of unroll counters), ptxas
-propagates them, the run-time checks become constants and the slow path disappears.
+The N elements (4 or 8 bytes each) move in pieces of at most 16 bytes (``ld{space}.v4.f32`` then
+``st{space}.v4.f32``; ``.v2`` for 64-bit elements or 8-byte copies). A side in memory takes the
+vector path when its index is a multiple of the piece's element count and the whole vector is in
+bounds, and, for a global buffer, its base address is aligned to the piece — checked at run time, as
+the vectorised map entry does (``vector.py``); workgroup and private arrays are declared
+``.align 16`` by the module. A register array (``promote.py``) has its index known when the PTX is
+written, so its side needs no check: its registers are the vector's (``ld.shared.v4.f32
+{%f1, %f2, %f3, %f4}``). Otherwise each element is loaded and stored by the emitter's usual
+predicated accesses, an index past 2^32 - 1 read as out of bounds. No arithmetic is folded here:
+where other indices are constants after unrolling, ptxas folds the checks and drops the slow path.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from typing import TYPE_CHECKING, Final
 
 from ..ir.nodes import Access, BufferDecl, Copy, Load, Store, Var
 from ..ir.types import DataType
-from .registers import _Lines
+from ..registry.templates import immediate
+from .promote import _RegisterArrays
+from .registers import _MEM_TYPE, _REG
 
 if TYPE_CHECKING:
     from ..ir.nodes import Expr
@@ -28,8 +31,12 @@ __all__: list[str] = []  # the mixin, a base of the emitter
 _PIECE_BYTES: Final = 16  # the widest vector access every target has (ld.v4.b32)
 _ALL_ONES: Final = 0xFFFFFFFF  # an index past every buffer (counts are below 2^32)
 
+# one side of a copy: (buffer, index register or None, the registers of a register array's elements
+# or None for a side in memory; an element past the array's end is None)
+_Side = tuple[BufferDecl, "str | None", "list[str | None] | None"]
 
-class _VectorCopy(_Lines):
+
+class _VectorCopy(_RegisterArrays):
     """``Copy`` statements: the run-time test for the vector path, the pieces, the element path."""
 
     if TYPE_CHECKING:  # the emitter's own (ptx.py)
@@ -37,31 +44,40 @@ class _VectorCopy(_Lines):
         def load(self, e: Load) -> tuple[str, DataType, bool]: ...
         def store(self, n: Store) -> None: ...
 
+    def _side(self, buffer: str, index: Expr, width: int) -> _Side:
+        decl = self.buffers[buffer]
+        if buffer in self.promoted:
+            first = self.known_index(index)
+            return decl, None, [self.element(buffer, first + k) for k in range(width)]
+        return decl, self.expr(index)[0], None
+
     def vector_copy(self, n: Copy) -> None:
-        dst, src = self.buffers[n.dst], self.buffers[n.src]
-        di, _, _ = self.expr(n.dst_index)
-        si, _, _ = self.expr(n.src_index)
-        size = dst.dtype.size
-        step = min(_PIECE_BYTES, n.width * size) // size  # elements per piece
-        ok = self.reg(DataType.BOOL)
-        for decl, index in ((dst, di), (src, si)):
-            if not self._vector_fits(decl, index, n.width, step, ok, decl is dst):
-                ok = ""
-                break
+        dst, src = self._side(n.dst, n.dst_index, n.width), self._side(n.src, n.src_index, n.width)
+        size = dst[0].dtype.size
+        step = min(_PIECE_BYTES // size, n.width)  # elements per piece
+        whole = all(regs is None or None not in regs for _, _, regs in (dst, src))
+        checks = [(decl, index) for decl, index, regs in (dst, src) if regs is None]
+        ok = self.reg(DataType.BOOL) if whole and checks else ""
+        for i, (decl, index) in enumerate(checks):
+            assert index is not None
+            if ok and not self._vector_fits(decl, index, n.width, step, ok, i == 0):
+                whole = False
         slow, done = self.label("copy_elements"), self.label("copy_done")
-        if ok:
-            self.emit(f"@!{ok} bra {slow};")
-            self._pieces(dst, di, src, si, n.width * size)
+        if whole:
+            if ok:
+                self.emit(f"@!{ok} bra {slow};")
+            self._pieces(dst, src, n.width, step)
+            if not ok:
+                return
             self.emit(f"bra {done};")
         self.place(slow)
-        self._elements(n, di, si)
+        self._elements(n, dst, src)
         self.place(done)
 
     def _vector_fits(self, decl: BufferDecl, index: str, width: int, step: int, ok: str, first: bool) -> bool:
         """``ok &=`` 'the vector at ``index`` is aligned and in bounds' (``first``: ``ok =``); False
         where it never is."""
         t = self.reg(DataType.U32)
-        p = self.reg(DataType.BOOL)
         self.emit(f"and.b32 {t}, {index}, {step - 1};")
         self.emit(f"setp.eq.u32 {ok}, {t}, 0;" if first else f"setp.eq.and.u32 {ok}, {t}, 0, {ok};")
         if decl.access.is_scratch:
@@ -76,8 +92,7 @@ class _VectorCopy(_Lines):
         low = self.reg(DataType.U32)
         self.emit(f"cvt.u32.u64 {low}, {self.base[decl.name]};")
         self.emit(f"and.b32 {low}, {low}, {step * decl.dtype.size - 1};")
-        self.emit(f"setp.eq.u32 {p}, {low}, 0;")
-        self.emit(f"and.pred {ok}, {ok}, {p};")
+        self.emit(f"setp.eq.and.u32 {ok}, {low}, 0, {ok};")
         return True
 
     def _address(self, decl: BufferDecl, index: str) -> tuple[str, str]:
@@ -92,28 +107,53 @@ class _VectorCopy(_Lines):
         self.emit(f"add.u64 {a}, {self.base[decl.name]}, {off};")
         return a, ".global"
 
-    def _pieces(self, dst: BufferDecl, di: str, src: BufferDecl, si: str, nbytes: int) -> None:
-        """The vector path: every piece loaded, then every piece stored."""
-        load_at, load_space = self._address(src, si)
-        store_at, store_space = self._address(dst, di)
-        pieces = []
-        for offset in range(0, nbytes, _PIECE_BYTES):
-            words = [self.reg(("b32", "%b")) for _ in range(min(_PIECE_BYTES, nbytes - offset) // 4)]
-            regs = "{" + ", ".join(words) + "}"
-            self.emit(f"ld{load_space}.v{len(words)}.b32 {regs}, [{load_at}+{offset}];")
-            pieces.append((offset, len(words), regs))
-        for offset, count, regs in pieces:
-            self.emit(f"st{store_space}.v{count}.b32 [{store_at}+{offset}], {regs};")
+    def _pieces(self, dst: _Side, src: _Side, width: int, step: int) -> None:
+        """The vector path: the source's pieces into registers (a register array's own), then out."""
+        t = dst[0].dtype
+        kind = _MEM_TYPE[t]
+        # a register array's own registers where either side is one (the checks made them all present)
+        values = src[2] if src[2] is not None else dst[2] if dst[2] is not None else [self.reg(t) for _ in range(width)]
+        if src[2] is None:
+            assert src[1] is not None
+            at, space = self._address(src[0], src[1])
+            for k in range(0, width, step):
+                regs = ", ".join(str(r) for r in values[k:k + step])
+                self.emit(f"ld{space}.v{step}.{kind} {{{regs}}}, [{at}+{k * t.size}];")
+        if dst[2] is not None:
+            for r, v in zip(dst[2], values):
+                if r != v:
+                    self.emit(f"mov.{_REG[t][0]} {r}, {v};")
+            return
+        assert dst[1] is not None
+        at, space = self._address(dst[0], dst[1])
+        for k in range(0, width, step):
+            regs = ", ".join(str(r) for r in values[k:k + step])
+            self.emit(f"st{space}.v{step}.{kind} [{at}+{k * t.size}], {{{regs}}};")
 
-    def _elements(self, n: Copy, di: str, si: str) -> None:
+    def _elements(self, n: Copy, dst: _Side, src: _Side) -> None:
         """Element by element: the emitter's load and store of element k at each index + k (an index
         that passes 2^32 - 1 is moved to 2^32 - 1, past every buffer)."""
+        t = dst[0].dtype
         values = []
         for k in range(n.width):
-            values.append(self.load(Load(n.src, Var(self._plus(si, k, "%copy_src")))))
-        for k, (value, t, _) in enumerate(values):
-            self.vars["%copy_value"] = (value, t)
-            self.store(Store(n.dst, Var(self._plus(di, k, "%copy_dst")), Var("%copy_value")))
+            if src[2] is None:
+                assert src[1] is not None
+                values.append(self.load(Load(n.src, Var(self._plus(src[1], k, "%copy_src"))))[0])
+            elif src[2][k] is None:
+                zero = self.reg(t)
+                self.emit(f"mov.{_REG[t][0]} {zero}, {immediate(t, 0)};")
+                values.append(zero)
+            else:
+                values.append(str(src[2][k]))
+        for k, value in enumerate(values):
+            if dst[2] is not None:
+                r = dst[2][k]
+                if r is not None:
+                    self.emit(f"mov.{_REG[t][0]} {r}, {value};")
+                continue
+            assert dst[1] is not None
+            self.vars["%copy_value"] = (value, t.value_type)
+            self.store(Store(n.dst, Var(self._plus(dst[1], k, "%copy_dst")), Var("%copy_value")))
         for name in ("%copy_src", "%copy_dst", "%copy_value"):
             self.vars.pop(name, None)
 
