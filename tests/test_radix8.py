@@ -49,6 +49,24 @@ def test_radix_pairs_is_numpys_stable_sort_bit_for_bit(dtype, n):
     assert got_v.tobytes() == vals[order].tobytes()
 
 
+@pytest.mark.parametrize("rid", ["sort.radix", "sort.radix_pairs", "sort.topk"])
+@pytest.mark.parametrize("key,passes", [("u32", 4), ("u64", 8)])
+def test_one_scatter_per_8_bit_digit(rid, key, passes, registry):
+    """bits(K) / 8 passes: one count, one scan and one scatter each, the first reading the input."""
+    from vyre_decl.routines import CompiledRoutine, routines
+
+    d = routines()[rid]
+    binding = next(b for b in d.bindings() if b["K"].value == key)
+    compiled = CompiledRoutine(d, binding, registry)
+    lengths = {"keys": 9000} | ({"vals": 9000} if rid == "sort.radix_pairs" else {})
+    sizes, env = compiled.scope(lengths, {"k": 3} if rid == "sort.topk" else {})
+    kernels = [step.kernel for step, _, grid in compiled.steps(sizes, env) if grid]
+    for name in ("count", "scan", "scatter"):
+        assert kernels.count(name) == passes, kernels
+    first = next(step for step, _, _ in compiled.steps(sizes, env) if step.kernel == "scatter")
+    assert first.args[0] == "keys"
+
+
 @pytest.mark.parametrize("n", [5, 4097])
 def test_topk_takes_the_largest_keys_lower_index_first(n):
     keys = _keys(np.uint32, n, np.random.default_rng(n))
