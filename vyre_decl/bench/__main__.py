@@ -17,7 +17,7 @@ from typing import Sequence
 
 from .core import Row, render, to_json
 from .gpu import gpu_rows
-from .host import cold_start_rows, reference_rows, validation_rows
+from .host import cold_start_rows, lib_rows, reference_rows, validation_rows
 from .sim import conformance_rows, interpreter_rows
 from ..clirun import run
 
@@ -67,6 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if wanted("cpu"):
         rows += reference_rows(16 if args.quick else 24, 3 if args.quick else 7)
         rows += validation_rows(1 if args.quick else 5)
+        rows += lib_rows(1 << 14 if args.quick else 10**6, 3 if args.quick else 9)
     if wanted("sim"):
         rows += interpreter_rows(args.quick, 1 if args.quick else 5)
         rows += conformance_rows(args.quick)

@@ -106,3 +106,33 @@ def validation_rows(repeats: int) -> list[Row]:
     return [Row("validate 64 nested loops (ms)", t_nested * 1e3, "", None, "ms", "lower", limit=50.0),
             Row("validate a 100,000-statement program (s)", t_long, "", None, "s", "lower", limit=2.0,
                 note="reported as V017 (more than 8,192 statements)")]
+
+
+def lib_rows(n: int, batches: int) -> list[Row]:
+    """``vyre_decl.lib`` sum, cumsum and sort on the reference backend (the host path,
+    routines/hostpath.py) against numpy, f32, i32 and u32 of ``n`` elements, timed interleaved
+    (issue 29 asks for at most 10x numpy at 10^6). Each result is first checked: sorts equal
+    numpy's, sums and scans within the float bounds of docs/routines.md (integers exact)."""
+    from .. import lib
+    from .core import interleaved
+
+    rng = np.random.default_rng(0)
+    arrays = {"f32": rng.standard_normal(n).astype(np.float32),
+              "i32": rng.integers(-2**31, 2**31, n).astype(np.int32),
+              "u32": rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)}
+    rows = []
+    for name in ("sum", "cumsum", "sort"):
+        ours_fn, numpy_fn = getattr(lib, name), getattr(np, name)
+        for kind, x in arrays.items():
+            got, want = np.asarray(ours_fn(x, backend="reference")), np.asarray(numpy_fn(x))
+            if kind == "f32" and name != "sort":
+                scale = np.cumsum(np.abs(x.astype(np.float64))) if name == "cumsum" else np.abs(x.astype(np.float64)).sum()
+                ok = bool((np.abs(got - want.astype(np.float64)) <= n * 2.0**-24 * scale).all())
+            else:
+                ok = got.dtype == want.dtype and bool((got == want).all())
+            if not ok:
+                raise AssertionError(f"lib.{name} {kind} disagrees with numpy.{name}")
+            ours, base = interleaved([lambda: ours_fn(x, backend="reference"), lambda: numpy_fn(x)], batches, 1)
+            rows.append(Row(f"lib.{name} {kind} {n:,}, reference backend (host path) (ms)", ours * 1e3,
+                            f"numpy.{name}", base * 1e3, "ms", "lower", 10.0))
+    return rows

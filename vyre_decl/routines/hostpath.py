@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -123,19 +124,28 @@ class _Ops:
         t = self.types[var]
         return self.op(self.params["combine"], [t, t])[0]
 
-    def lifted(self, src: np.ndarray, aux: np.ndarray, spread: bool) -> np.ndarray:
-        """``lift(src[i], aux[i]) as A`` for every i (aux[0] for every i when ``spread`` and
-        len(aux) == 1; a load past the end of aux yields 0)."""
-        n, t = src.size, self.types["T"]
+    def aux_values(self, aux: np.ndarray, n: int, spread: bool) -> Any:
+        """aux[i] for i < n as the kernels load it: aux[0] for every i when ``spread`` and
+        len(aux) == 1 (a scalar), and 0 past the end of aux."""
         if (spread and aux.size == 1) or aux.size == 0:
-            y: Any = aux[0] if aux.size else np.zeros((), aux.dtype)[()]
-        elif aux.size >= n:
-            y = aux[:n]
-        else:
-            y = np.concatenate([aux, np.zeros(n - aux.size, aux.dtype)])
+            return aux[0] if aux.size else np.zeros((), aux.dtype)[()]
+        if aux.size >= n:
+            return aux[:n]
+        return np.concatenate([aux, np.zeros(n - aux.size, aux.dtype)])
+
+    def lift(self) -> Fn:
+        """(x, y) -> ``lift(x, y) as A``, elementwise (a cast to the type the value has already is
+        itself, docs/semantics.md "Conversions": left out)."""
+        t = self.types["T"]
         lift, lt = self.op(self.params["lift"], [t, t])
+        if lt == self.types["A"]:
+            return lift
         cast, _ = self.op("primitive.convert.cast", [lt], {"T": self.types["A"]})
-        return np.asarray(cast((lift((src, y)),)))
+        return lambda args: np.asarray(cast((lift(args),)))
+
+    def lifted(self, src: np.ndarray, aux: np.ndarray, spread: bool) -> np.ndarray:
+        """``lift(src[i], aux[i]) as A`` for every i (aux as ``aux_values`` loads it)."""
+        return np.asarray(self.lift()((src, self.aux_values(aux, src.size, spread))))
 
 
 def _one(compiled: CompiledRoutine, launch: Launch, env: dict[str, np.ndarray], registry: Registry) -> bool:
@@ -182,7 +192,7 @@ def _blocks(ops: _Ops, args: Sequence[str], grid: int, env: dict[str, np.ndarray
     if not ops.plain("T", "A") or grid != groups or groups == 0 or n + groups >= 2**32:
         return False
     combine, ident = ops.combine(), ops.element("A", "identity")
-    lifted = ops.lifted(src, aux, spread=True)
+    lifted = ops.lifted(src, aux, spread=True)  # one whole-array pass: faster than row by row
     c, count = _chunks(n, groups)
     t = np.arange(256)
     acc = np.full((groups, 256), ident, lifted.dtype)
@@ -280,8 +290,36 @@ def _tiles(ops: _Ops, args: Sequence[str], grid: int, env: dict[str, np.ndarray]
     return True
 
 
+def _free_order(ops: _Ops) -> bool:
+    """Whether the registry's laws make the combination order of ``with.combine`` over A free:
+    associative for A, with ``with.identity`` its identity element for A."""
+    op, a = ops.registry.get(ops.params["combine"]), ops.types["A"]
+    holds = [law for law in op.laws if law.when is None or a in law.when.get("T", (a,))]
+    return (any(law.law == "associative" for law in holds)
+            and any(law.law == "identity" and law.element == ops.params["identity"] for law in holds))
+
+
+def _single(ops: _Ops, args: Sequence[str], grid: int, env: dict[str, np.ndarray]) -> bool:
+    """scan.single (one pass, decoupled look-back; its order depends on the run): only where the
+    combination order is free (_free_order), computed as the tiled scan (reduce.blocks,
+    scan.offsets, scan.tiles over the standard chunks), which then gives the same bits. Its
+    look-back scratch (``state``, ``vals``: temporaries no later step reads) is left as it was."""
+    src, aux, dst = env[args[0]], env[args[1]], env[args[4]]
+    n = src.size
+    if not _free_order(ops) or (aux.size and aux.size < n):
+        return False
+    groups = max(1, min(-(-n // 4096), 4096))
+    part = np.zeros(groups, dst.dtype)
+    local = {"src": src, "aux": aux, "part": part, "dst": dst}
+    if not (_blocks(ops, ("src", "aux", "part"), groups, local) and _offsets(ops, ("part",), 1, local)
+            and _tiles(ops, ("src", "aux", "part", "dst"), groups, local)):
+        return False
+    env[args[4]] = local["dst"]
+    return True
+
+
 _HANDLERS: dict[str, Callable[[_Ops, Sequence[str], int, dict[str, np.ndarray]], bool]] = {
-    "reduce.blocks": _blocks, "scan.offsets": _offsets, "scan.tiles": _tiles}
+    "reduce.blocks": _blocks, "scan.offsets": _offsets, "scan.tiles": _tiles, "scan.single": _single}
 
 
 def _qualified(compiled: CompiledRoutine, step: StepDef) -> str:
@@ -290,23 +328,23 @@ def _qualified(compiled: CompiledRoutine, step: StepDef) -> str:
 
 def _stable_order(field: np.ndarray, width: int) -> np.ndarray:
     """The stable ascending order (intp indices) of ``field`` (unsigned, ``width`` bits): least
-    significant 32-bit words first, each a sort of (word, position in the order so far) packed
-    into 64 bits."""
+    significant 32-bit words first, each one sort of (word, position in the order so far) packed
+    into 64 bits (the word in the high half)."""
     n = field.size
     order: np.ndarray | None = None
-    position = np.arange(n, dtype=np.uint64)
-    wide = field.astype(np.uint64, copy=False)
-    for lo in range(0, width, 32):
-        word = wide >> np.uint64(lo) if lo else wide
-        if width - lo > 32:
-            word = word & np.uint64(0xFFFFFFFF)
-        if order is not None:
-            word = word[order]
-        packed = (word << np.uint64(32)) | position
+    high = 1 if sys.byteorder == "little" else 0
+    position = np.arange(n, dtype=np.uint32)
+    for lo in range(0, max(width, 1), 32):
+        word = field if field.dtype.itemsize <= 4 else ((field >> np.uint64(lo)) & np.uint64(0xFFFFFFFF))
+        packed = np.empty(n, np.uint64)
+        halves = packed.view(np.uint32).reshape(n, 2)
+        halves[:, high] = word if order is None else word[order]
+        halves[:, 1 - high] = position
         packed.sort()
-        got = (packed & np.uint64(0xFFFFFFFF)).astype(np.intp)
+        got = halves[:, 1 - high].astype(np.intp)
         order = got if order is None else order[got]
-    return order if order is not None else np.arange(n, dtype=np.intp)
+    assert order is not None
+    return order
 
 
 def _radix_run(compiled: CompiledRoutine, todo: Sequence[Launch], i: int, env: dict[str, np.ndarray],
@@ -336,12 +374,12 @@ def _radix_run(compiled: CompiledRoutine, todo: Sequence[Launch], i: int, env: d
     xor, _ = ops.op("primitive.bitwise.xor", [k_t, k_t])
     flipped = np.asarray(xor((keys, ops.element("K", "flip")))).astype(keys.dtype, copy=False)
     order = _stable_order(flipped, k_t.bits)
-    env[out_k] = flipped[order].astype(env[out_k].dtype, copy=True)
+    env[out_k] = flipped[order].astype(env[out_k].dtype, copy=False)
     if env[out_v].size:
         if ops.params.get("index") == "true":
             cast, _ = ops.op("primitive.convert.cast", [DataType.U32], {"T": ops.types["V"]})
             vals = np.asarray(cast((np.arange(keys.size, dtype=np.uint32),)))
-        env[out_v] = vals[order].astype(env[out_v].dtype, copy=True)
+        env[out_v] = vals[order].astype(env[out_v].dtype, copy=False)
     return j
 
 
