@@ -56,6 +56,10 @@ def library_rows(be: Any, timer: EventTimer, reps: int, quick: bool) -> list[Row
             Row(f"scan.sum f32 2^{log2n}, bytes read + written (GB/s)", 2 * n * 4 / plan_seconds(
                 "scan.sum", [x], lambda out: bool((np.abs(out - prefix) <= bound).all())) / 1e9,
                 copy_name, copy_gbs, "GB/s", "higher", 0.70)]
+    xu = np.random.default_rng(2).integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)  # one pass (issue 28)
+    rows.append(Row(f"scan.sum u32 2^{log2n}, bytes read + written (GB/s)", 2 * n * 4 / plan_seconds(
+                "scan.sum", [xu], lambda out: np.array_equal(out, np.cumsum(xu, dtype=np.uint32))) / 1e9,
+                copy_name, copy_gbs, "GB/s", "higher", 0.85))
     keys = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
     ours = plan_seconds("sort.radix", [keys], lambda out: np.array_equal(out, np.sort(keys)))
     if cupy is not None:

@@ -72,6 +72,7 @@ class CompiledRoutine:
             self.workgroup[step] = wg[0] * wg[1] * wg[2]
         self.dtypes = {b.name: (binding[b.dtype] if b.dtype in binding else DataType(b.dtype)) for b in routine.buffers}
         self._bits = {f"bits({v})": t.bits for v, t in binding.items()}
+        self._bits.update({f"is_float({v})": int(t.is_float) for v, t in binding.items()})
 
     def _kernel_program(self, step: StepDef, registry: Registry) -> Program:
         binding = self.binding

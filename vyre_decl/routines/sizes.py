@@ -1,7 +1,8 @@
 """Size expressions of routines: the element counts of temporaries and the grids of steps.
 
 An expression is integer arithmetic over ``len(buffer)``, the routine's integer attributes,
-``bits(V)`` (the bit width of the type bound to the type variable V) and literals: ``+ - * // %``,
+``bits(V)`` (the bit width of the type bound to the type variable V), ``is_float(V)`` (1 when that
+type is a float type, else 0: a step whose grid it zeroes is skipped) and literals: ``+ - * // %``,
 ``ceil_div(a, b)``, ``min(...)``, ``max(...)`` and parentheses; a condition (``require``) is one
 comparison of two such expressions. It is parsed once when the routine file loads (names checked
 there) and evaluated on the host before a call, so a bad size is reported with the file, routine
@@ -43,7 +44,8 @@ _COMPARE: Final[Mapping[type, Callable[[int, int], bool]]] = {
     ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b,
     ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b,
 }
-_CALLS: Final = {"ceil_div", "min", "max", "len", "bits"}
+_CALLS: Final = {"ceil_div", "min", "max", "len", "bits", "is_float"}
+_OF_TYPE: Final = ("bits", "is_float")  # calls on a type variable, looked up in the attributes as "bits(V)"
 
 
 class SizeError(ValueError):
@@ -78,7 +80,7 @@ class SizeExpr:
     def constant(self) -> int | None:
         """The value when the expression reads no length, attribute or width (None otherwise);
         raises DivisionByZero as ``evaluate`` does."""
-        if self.lengths or self.names or "bits(" in self.text:
+        if self.lengths or self.names or any(f"{call}(" in self.text for call in _OF_TYPE):
             return None
         return self.evaluate({}, {})
 
@@ -108,11 +110,12 @@ def parse_size(text: str, buffers: frozenset[str], attrs: frozenset[str], type_v
             continue
         if isinstance(node, ast.Call):
             if not isinstance(node.func, ast.Name) or node.func.id not in _CALLS or node.keywords:
-                raise SizeError(f"{ast.unparse(node)}: only len(b), bits(V), ceil_div(a, b), min(...) and max(...) can be called")
+                raise SizeError(f"{ast.unparse(node)}: only len(b), bits(V), is_float(V), ceil_div(a, b), min(...) and "
+                                "max(...) can be called")
             operands.add(id(node.func))
-            if node.func.id == "bits":
+            if node.func.id in _OF_TYPE:
                 if len(node.args) != 1 or not isinstance(node.args[0], ast.Name) or node.args[0].id not in type_vars:
-                    raise SizeError(f"{ast.unparse(node)}: bits() takes one type variable of the routine: "
+                    raise SizeError(f"{ast.unparse(node)}: {node.func.id}() takes one type variable of the routine: "
                                     f"{', '.join(sorted(type_vars)) or 'none'}")
                 operands.add(id(node.args[0]))
             elif node.func.id == "len":
@@ -166,10 +169,10 @@ def _eval(node: ast.expr, lengths: Mapping[str, int], attrs: Mapping[str, int]) 
     if isinstance(node, ast.BinOp):
         return _BINOPS[type(node.op)](_eval(node.left, lengths, attrs), _eval(node.right, lengths, attrs))
     assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-    if node.func.id in ("len", "bits"):
+    if node.func.id == "len" or node.func.id in _OF_TYPE:
         assert isinstance(node.args[0], ast.Name)
         name = node.args[0].id
-        return int(lengths[name]) if node.func.id == "len" else int(attrs[f"bits({name})"])
+        return int(lengths[name]) if node.func.id == "len" else int(attrs[f"{node.func.id}({name})"])
     args = [_eval(a, lengths, attrs) for a in node.args]
     if node.func.id == "ceil_div":
         return -_divide(-args[0], args[1])

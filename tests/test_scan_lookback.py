@@ -1,0 +1,107 @@
+"""The single-pass integer scan (routines/scan.routines.toml, kernel single; issue 28): several
+tiles on the reference against numpy, every integer type and scan; the look-back's timeout path
+(a predecessor that never publishes: its bounded waits run out, and its aggregate is summed from
+its input, Decoupled Fallback) on the reference and the simulated device; floats still take the
+three launches of the fixed order."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import vyre_decl
+from vyre_decl.backends.config import DispatchConfig
+from vyre_decl.ops.simcheck import run_program
+
+REF = vyre_decl.acquire("reference")
+TILE = 4096
+
+_SCANS = {
+    "scan.sum": lambda x: np.cumsum(x, dtype=x.dtype),
+    "scan.exclusive_sum": lambda x: np.concatenate([np.zeros(1, x.dtype), np.cumsum(x, dtype=x.dtype)[:-1]]),
+    "scan.min": np.minimum.accumulate,
+    "scan.max": np.maximum.accumulate,
+}
+
+
+def _single(rid: str, dtype: type):
+    compiled = vyre_decl.routine(rid).compiled([np.dtype(dtype)])
+    (step,) = [s for s in compiled.programs if s.kernel == "single"]
+    return compiled, compiled.programs[step]
+
+
+def _words(n: int, dtype: type, seed: int) -> np.ndarray:
+    info = np.iinfo(dtype)
+    return np.random.default_rng(seed).integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+
+
+@pytest.mark.parametrize("rid", sorted(_SCANS))
+@pytest.mark.parametrize("dtype", [np.uint32, np.int32, np.uint64, np.int64])
+def test_several_tiles_on_the_reference_match_numpy(rid, dtype):
+    x = _words(3 * TILE + 17, dtype, 5)
+    got = vyre_decl.routine(rid)(x, backend="reference")
+    assert got.dtype == x.dtype and got.tobytes() == _SCANS[rid](x).tobytes()
+
+
+def test_integers_take_one_launch_and_floats_three():
+    x = np.zeros(10 * TILE, np.uint32)
+    compiled = vyre_decl.routine("scan.sum").compiled([x.dtype])
+    sizes, env = compiled.scope({"x": x.size}, {})
+    assert [(s.kernel, grid) for s, _, grid in compiled.steps(sizes, env) if grid] == [("single", 10)]
+    assert sizes["state"] == 11 and sizes["vals"] == 20
+    compiled = vyre_decl.routine("scan.sum").compiled([np.dtype(np.float32)])
+    sizes, env = compiled.scope({"x": x.size}, {})
+    assert [s.kernel for s, _, grid in compiled.steps(sizes, env) if grid] == ["reduce.blocks", "offsets", "tiles"]
+    assert sizes["state"] == 0 and sizes["vals"] == 0
+
+
+def _no_first_tile(n: int, dtype: type):
+    """The kernel's inputs with the ticket counter starting at 1: no workgroup takes tile 0, whose
+    flag stays 0, so every look-back that reaches it times out and sums its input instead."""
+    tiles = -(-n // TILE)
+    state = np.zeros(tiles + 1, np.uint32)
+    state[tiles] = 1
+    return [_words(n, dtype, n), np.zeros(0, dtype), state, np.zeros(2 * tiles, dtype), np.zeros(n, dtype)], tiles
+
+
+@pytest.mark.parametrize("dtype", [np.uint32, np.int64])
+def test_a_predecessor_that_never_publishes_is_summed_from_its_input(dtype):
+    _, program = _single("scan.sum", dtype)
+    inputs, tiles = _no_first_tile(3 * TILE + 100, dtype)
+    state, vals, out = REF.dispatch(program, inputs, DispatchConfig(grid=(tiles, 1, 1)))
+    want = np.cumsum(inputs[0], dtype=dtype)
+    assert not out[:TILE].any() and out[TILE:].tobytes() == want[TILE:].tobytes()
+    assert state[:tiles].tolist() == [0] + [2] * (tiles - 1)
+    assert vals[3::2].tobytes() == want[2 * TILE - 1::TILE].tobytes() + want[-1:].tobytes()
+
+
+@pytest.mark.parametrize("target", ["sm_90", "sm_75"])
+def test_the_timeout_path_on_the_simulator_matches_the_reference(target):
+    _, program = _single("scan.sum", np.uint32)
+    inputs, tiles = _no_first_tile(2 * TILE + 5, np.uint32)
+    want = REF.dispatch(program, inputs, DispatchConfig(grid=(tiles, 1, 1)))
+    got, findings = run_program(program, inputs, (tiles, 1, 1), target=target)
+    assert not findings and [g.tobytes() for g in got] == [w.tobytes() for w in want]
+
+
+@pytest.mark.parametrize("rid", sorted(_SCANS))
+def test_the_simulator_runs_several_tiles_bit_for_bit(rid):
+    _, program = _single(rid, np.int32)
+    n = 3 * TILE + 1
+    tiles = -(-n // TILE)
+    inputs = [_words(n, np.int32, 9), np.zeros(0, np.int32), np.zeros(tiles + 1, np.uint32),
+              np.zeros(2 * tiles, np.int32), np.zeros(n, np.int32)]
+    got, findings = run_program(program, inputs, (tiles, 1, 1))
+    assert not findings and got[-1].tobytes() == _SCANS[rid](inputs[0]).tobytes()
+    assert got[0].tolist() == [2] * tiles + [tiles]  # every flag inclusive, the counter at the tile count
+
+
+def test_is_float_is_a_size_of_a_type_variable():
+    from vyre_decl.routines.sizes import SizeError, parse_size
+
+    e = parse_size("(1 - is_float(T)) * len(x)", frozenset({"x"}), frozenset(), frozenset({"T"}))
+    assert e.evaluate({"x": 7}, {"is_float(T)": 0}) == 7 and e.evaluate({"x": 7}, {"is_float(T)": 1}) == 0
+    assert e.constant() is None
+    for bad in ("is_float(x)", "is_float(U)", "is_float(T, T)", "is_float()"):
+        with pytest.raises(SizeError, match="is_float"):
+            parse_size(bad, frozenset({"x"}), frozenset(), frozenset({"T"}))
