@@ -31,6 +31,8 @@ WHOLE = {
     "topk": lambda x: lib.topk(x, min(3, x.size), backend=REF),
     "topk_small": lambda x: lib.topk(x, min(2, x.size), largest=False, backend=REF),
     "dot": lambda x: lib.dot(x.ravel(), x.ravel(), backend=REF),
+    "unique": lambda x: lib.unique(x, return_index=True, return_inverse=True, return_counts=True, backend=REF),
+    "searchsorted": lambda x: lib.searchsorted(np.sort(x.ravel()), x, side="right", backend=REF),
 }
 
 

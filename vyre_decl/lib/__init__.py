@@ -19,6 +19,7 @@ from .linalg import dot, gelu, layer_norm, matmul, rms_norm, silu, softmax
 from .reductions import (all, any, argmax, argmin, count_nonzero, max, mean, min, nanargmax, nanargmin, nanmax, nanmin,
                          nansum, prod, std, sum, var)
 from .scans import cummax, cummin, cumprod, cumsum, exclusive_cumsum
+from .sets import searchsorted, unique
 from .sorting import argsort, sort, topk
 
 ELEMENTWISE: tuple[str, ...] = tuple(sorted(_ELEMENTWISE))
@@ -27,7 +28,7 @@ globals().update(_ELEMENTWISE)  # exp, log1p, arctan2, where, clip, ... (generat
 __all__ = ["sum", "prod", "min", "max", "nansum", "nanmin", "nanmax", "mean", "var", "std", "count_nonzero", "any",
            "all", "argmin", "argmax", "nanargmin", "nanargmax", "dot", "cumsum", "cumprod", "exclusive_cumsum",
            "cummin", "cummax", "segment_sum", "nonzero", "take", "scatter", "bincount", "transpose", "sort",
-           "argsort", "topk", "matmul", "softmax", "layer_norm", "rms_norm", "gelu", "silu", "byte_histogram", "crc32",
+           "argsort", "topk", "unique", "searchsorted", "matmul", "softmax", "layer_norm", "rms_norm", "gelu", "silu", "byte_histogram", "crc32",
            "crc32c", "find", "fuse", "Traced", "ELEMENTWISE", *ELEMENTWISE]
 
 
