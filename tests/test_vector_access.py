@@ -297,3 +297,33 @@ def test_the_cuda_backend_matches_the_reference_bit_for_bit():
         a = np.random.default_rng(n).standard_normal(n).astype(np.float32)
         for p in (SPACES, FRAGMENTS):
             assert cuda.dispatch(p, [a])[0].tobytes() == REF.dispatch(p, [a])[0].tobytes(), (p.name, n)
+
+
+# ----------------------------------------------------------------------------- the fuzzer
+
+
+def test_the_fuzzer_generates_vector_copies_and_leaves_other_programs_alone(monkeypatch):
+    """Seeds 0-299: programs with vector copies (valid; through every path of the emitter), and every
+    other program the same as with the feature switched off."""
+    from vyre_decl.conform import fuzz
+    from vyre_decl.ir.walk import statements
+
+    reg = default_registry()
+    ops = fuzz.FuzzOps(reg)
+    real = fuzz.vector_copies
+    copies, changed, kinds = [], 0, set()
+    for seed in range(300):
+        p = fuzz.random_program(seed, ops)
+        monkeypatch.setattr(fuzz, "vector_copies", lambda s: False)
+        plain = fuzz.random_program(seed, ops)
+        monkeypatch.setattr(fuzz, "vector_copies", real)
+        found = [n for n in statements(p.body) if isinstance(n, Copy)]
+        copies += found
+        if p != plain:
+            changed += 1
+            assert real(seed) and any(b.name == "pv" for b in p.buffers), seed
+        if found:
+            assert validate(p, reg) == []
+            kinds.add("pv" in promotable(p))  # a register array, or a .local one (a counter plus a literal)
+    assert len(copies) >= 20 and changed >= 10
+    assert {c.width for c in copies} == {2, 4} and "sh" in {c.src for c in copies} and kinds == {True, False}

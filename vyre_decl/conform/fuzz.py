@@ -69,6 +69,7 @@ from ..ir.nodes import (
 )
 from ..ir.types import DataType as D
 from ..registry import Registry
+from .fuzzfeatures import vector_copies, vector_prelude, vector_types
 from .fuzzfeatures import (acc_order, break_plan, features, ordered_read, ordered_store, place_break, private_decl,
                            private_load, private_store, shared_read)
 
@@ -141,6 +142,7 @@ class _Gen:
         self.private: BufferDecl | None = None  # a private array (fuzzfeatures.py), its loops sometimes unrolled
         self.counters: list[str] = []  # the counters of the unroll loops around: constant private indices
         self.ordered = False  # atomics, stores and workgroup reads may carry a memory order (fuzzfeatures.py)
+        self.vector = False  # the private array's stores may be vector copies (fuzzfeatures.py)
         self.breaks = False  # loops may break (fuzzfeatures.py)
 
     def fresh(self) -> str:
@@ -369,6 +371,7 @@ def random_program(seed: int, ops: FuzzOps) -> Program:
     gen = _Gen(ops, r, inputs)
     buffers = gen.buffers = list(inputs)
     feats = features(seed)
+    gen.vector = vector_copies(seed)  # copies into the private array (fuzzfeatures.py)
     gen.ordered, gen.breaks = feats.ordered, feats.breaks
     if ops.atomics and r.random() < 0.25:
         gen.acc = BufferDecl("acc", Access.READ_WRITE, r.choice(sorted(ops.atomics, key=lambda t: t.value)),
@@ -386,8 +389,9 @@ def random_program(seed: int, ops: FuzzOps) -> Program:
         buffers.append(shared)
         body += gen.shared_rounds(shared)
     if feats.private:
-        gen.private = private_decl(r)
+        gen.private = private_decl(r, vector_types(gen))
         buffers.append(gen.private)
+        body += vector_prelude(gen)
     if gen.collectives:
         body += _uniform_body(gen, output)
     else:

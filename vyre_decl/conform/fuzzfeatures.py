@@ -10,6 +10,10 @@ choices come from the program's own stream.
   counters of the ``unroll`` loops around, and a counter plus a literal. Loops there are
   mostly ``unroll`` (literal bounds: up to 4 iterations, or one per element in a loop that
   stores each element first).
+- **Vector copies** (half the programs with a private array, a draw of their own): the private
+  array takes the word type of an input or of workgroup memory, and most of its stores are copies
+  ``pv[c ..+ N] = src[j ..+ N]`` from such a buffer (nothing writes it then), j mostly a multiple of
+  N (the 64/128-bit path), else any index (the element path, windows past the end).
 - **Ordered accesses**: the accumulator's order-free atomics take any order and scope (the final
   memory is the same in any order of the updates); the stores of the workgroup memory rounds and
   of the invocation's own output element are sometimes atomic stores (relaxed or release; one
@@ -31,6 +35,7 @@ from typing import TYPE_CHECKING
 
 from ..ir.nodes import (Access, Break, BufferDecl, Expr, Id, IdKind, If, Let, Lit, Load, MemoryOrder, MemoryScope, Node, Op,
                         Store, Var, Wait)
+from ..ir.nodes import Copy
 from ..ir.types import DataType as D
 
 if TYPE_CHECKING:
@@ -41,12 +46,14 @@ __all__ = ["Features", "features", "private_decl", "private_load", "private_stor
            "BREAK_PROGRAMS"]
 
 PRIVATE_PROGRAMS = 0.15  # the share of programs with a private array (and unroll loops)
+VECTOR_PROGRAMS = 0.5  # the share of those whose private array is also filled by vector copies
 ORDERED_PROGRAMS = 0.25  # the share of programs whose atomics, stores and shared reads may be ordered
 BREAK_PROGRAMS = 0.25  # the share of programs whose loops may break
 _WORDS = (D.U32, D.I32, D.U64, D.I64, D.F32, D.F64)  # atomic loads and stores
 _INT_WORDS = (D.U32, D.I32, D.U64, D.I64)  # waits
 _PRIVATE_TYPES = (D.U32, D.I32, D.F32, D.U64, D.I64, D.F64, D.U8, D.I16, D.F16, D.BF16, D.BOOL)
 _ADD = "primitive.math.add"
+_MUL = "primitive.math.mul"
 
 
 class Features:
@@ -83,9 +90,39 @@ def place_break(gen: _Gen, body: list[Node], var: str, divergent: bool) -> None:
     body.insert(r.randint(0, len(body)), If(cond, (Break(),)))
 
 
-def private_decl(r: random.Random) -> BufferDecl:
-    """A private array of 1 to 8 elements of a random storage type."""
-    return BufferDecl("pv", Access.PRIVATE, r.choice(_PRIVATE_TYPES), count=r.randint(1, 8))
+def private_decl(r: random.Random, like: list[D] | None = None) -> BufferDecl:
+    """A private array of 1 to 8 elements of a random storage type (of one of ``like``, if any)."""
+    return BufferDecl("pv", Access.PRIVATE, r.choice(like or _PRIVATE_TYPES), count=r.randint(1, 8))
+
+
+def vector_copies(seed: int) -> bool:
+    """Whether the program of ``seed`` fills its private array (if it has one) with vector copies
+    too: a draw of its own, so no other program changes."""
+    return random.Random(seed * 1_000_003 + 43).random() < VECTOR_PROGRAMS
+
+
+def vector_types(gen: _Gen) -> list[D]:
+    """In a program with vector copies, the word types of the buffers a copy may read anywhere (the
+    inputs, workgroup memory once its rounds are done): the private array's type is one of them."""
+    if not gen.vector:
+        return []
+    return sorted({b.dtype for b in (*gen.inputs, gen.shared) if b is not None and b.dtype in _WORDS},
+                  key=lambda t: t.value)
+
+
+def vector_copy(gen: _Gen) -> Copy | None:
+    """``pv[c ..+ N] = src[j ..+ N]`` from a buffer nothing writes while it runs (None where none holds
+    the private array's type): N = 2 or 4, c a constant index (some windows past the end), j mostly
+    a multiple of N (the vector path) and sometimes any index (the element path, past the end too)."""
+    r, pv = gen.rng, gen.private
+    assert pv is not None
+    sources = [b for b in (*gen.inputs, gen.shared) if b is not None and b.dtype is pv.dtype and b.dtype in _WORDS]
+    if not sources:
+        return None
+    width = r.choice((2, 4))
+    aligned = Op(_MUL, (Op(_ADD, (Var("i"), Lit.of(D.U32, r.randrange(3)))), Lit.of(D.U32, width)))
+    index = aligned if r.random() < 0.6 else gen.index(2)
+    return Copy(pv.name, _private_index(gen), r.choice(sources).name, index, width)
 
 
 def _private_index(gen: _Gen) -> Expr:
@@ -105,8 +142,20 @@ def private_load(gen: _Gen) -> Load:
     return Load(gen.private.name, _private_index(gen))
 
 
-def private_store(gen: _Gen) -> Store:
+def vector_prelude(gen: _Gen) -> list[Node]:
+    """In a program with vector copies, one or two copies into the private array before the body
+    (nothing, and no draw, in any other program)."""
+    if not gen.vector:
+        return []
+    copies = [vector_copy(gen) for _ in range(gen.rng.randint(1, 2))]
+    return [c for c in copies if c is not None]
+
+
+def private_store(gen: _Gen) -> Store | Copy:
     assert gen.private is not None
+    copy = vector_copy(gen) if gen.vector and gen.rng.random() < 0.8 else None  # no draw without copies
+    if copy is not None:
+        return copy
     return Store(gen.private.name, _private_index(gen), gen.expr(gen.private.dtype.value_type, 2))
 
 
