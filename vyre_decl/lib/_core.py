@@ -69,6 +69,13 @@ def dtype_name(dtype: np.dtype) -> str:
 def intake(where: str, x: Any, name: str = "x") -> np.ndarray:
     """``x`` as a native-byte-order, C-contiguous numpy array of a numeric dtype (bool, integers,
     floats, bfloat16); L001 for anything else (ragged lists, objects, strings, complex)."""
+    if not isinstance(x, np.ndarray):
+        from ._device import is_device
+        if is_device(x):
+            raise fail("L022", where, f"lib.{where} takes no device arrays (on the device: the whole-array sum, "
+                       "prod, min, max, nanmin, nanmax, cumsum, exclusive_cumsum, cummin, cummax)",
+                       "download the array (backend.download(buf), np.asarray of the library's array) and call lib "
+                       "on the host copy")
     if isinstance(x, (bytes, bytearray, memoryview, str)):
         raise fail("L001", where, f"{name} is {type(x).__name__}, not an array of numbers",
                    "pass a numpy array or a list of numbers (lib.crc32/crc32c/find/byte_histogram take bytes)")

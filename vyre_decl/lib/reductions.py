@@ -12,6 +12,7 @@ import numpy as np
 
 from ._axes import as_rows, finish, norm_axes, reduced_shape
 from ._core import F32, F64, I64, ROUTINE_DTYPES, U64, call, exact, fail, intake, is_bf16, narrow_back, widen, widen_to
+from ._device import device_call, is_device
 from ._rows import arg_rows, fold_rows, moments_rows
 
 __all__ = ["sum", "prod", "min", "max", "nansum", "nanmin", "nanmax", "mean", "var", "std", "count_nonzero", "any",
@@ -68,6 +69,8 @@ def sum(x: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: 
         backend: Any = "auto") -> Any:
     """numpy.sum: integers accumulate in int64/uint64 unless ``dtype`` says otherwise (then they wrap);
     floats in the fixed order (every axis: docs/routines.md; some axes: index order)."""
+    if is_device(x):
+        return device_call("sum", x, backend, axis, dtype=dtype, out=out, keepdims=keepdims)
     arr, axes = _split("sum", x, axis)
     return _fold("sum", _acc("sum", arr, dtype), axes, "reduce.sum", "sum", keepdims, out, backend)
 
@@ -86,11 +89,15 @@ def nansum(x: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdim
 def prod(x: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, *,
          backend: Any = "auto") -> Any:
     """numpy.prod (integers accumulate in int64/uint64 and wrap there, as numpy's do)."""
+    if is_device(x):
+        return device_call("prod", x, backend, axis, dtype=dtype, out=out, keepdims=keepdims)
     arr, axes = _split("prod", x, axis)
     return _fold("prod", _acc("prod", arr, dtype), axes, "reduce.prod", "prod", keepdims, out, backend)
 
 
 def _extreme(where: str, x: Any, axis: Any, out: Any, keepdims: bool, backend: Any, kind: str) -> Any:
+    if is_device(x):
+        return device_call(where, x, backend, axis, out=out, keepdims=keepdims)
     arr, axes = _split(where, x, axis)
     wide = widen(where, arr)
     names = {"min": ("lib.minimum", "reduce.min"), "max": ("lib.maximum", "reduce.max"),

@@ -12,6 +12,7 @@ import numpy as np
 
 from ._axes import norm_axes
 from ._core import call, fail, intake, narrow_back, widen
+from ._device import device_call, is_device
 from ._rows import scan_rows
 from .reductions import _acc
 
@@ -45,7 +46,9 @@ def _out(where: str, result: np.ndarray, out: Any) -> Any:
 
 
 def cumsum(x: Any, axis: Any = None, dtype: Any = None, out: Any = None, *, backend: Any = "auto") -> np.ndarray:
-    """numpy.cumsum (flattened for axis=None)."""
+    """numpy.cumsum (flattened for axis=None); a device array gives a resident buffer."""
+    if is_device(x):
+        return device_call("cumsum", x, backend, axis, dtype=dtype, out=out)
     arr = _acc("cumsum", intake("cumsum", x), dtype)
     return _out("cumsum", _scan("cumsum", arr, axis, "scan.sum", "sum", backend), out)
 
@@ -58,11 +61,15 @@ def cumprod(x: Any, axis: Any = None, dtype: Any = None, out: Any = None, *, bac
 
 def exclusive_cumsum(x: Any, *, backend: Any = "auto") -> np.ndarray:
     """The exclusive prefix sum of the flattened ``x`` (``out[0] = 0``), in numpy's accumulator."""
+    if is_device(x):
+        return device_call("exclusive_cumsum", x, backend)
     arr = _acc("exclusive_cumsum", intake("exclusive_cumsum", x), None).ravel()
     return arr.copy() if not arr.size else np.asarray(call("exclusive_cumsum", "scan.exclusive_sum", arr, backend=backend))
 
 
-def _extreme(where: str, x: Any, axis: Any, out: Any, backend: Any, largest: bool) -> np.ndarray:
+def _extreme(where: str, x: Any, axis: Any, out: Any, backend: Any, largest: bool) -> Any:
+    if is_device(x):
+        return device_call(where, x, backend, axis, out=out)
     arr = intake(where, x)
     wide = widen(where, arr)
     if wide.dtype.kind == "f":

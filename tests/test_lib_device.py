@@ -1,0 +1,92 @@
+"""Device arrays in lib (issue 29 item 5): a resident buffer, a ``__cuda_array_interface__`` array and
+a DLPack tensor go in without a copy and the result comes back as a resident buffer, with no upload
+or download on the way, holding the reference backend's bits (simulated H100 with
+VYRE_DECL_CUDA_SIM=h100, or a GPU)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import vyre_decl
+from vyre_decl import lib
+from vyre_decl.backends.cuda import cuda_available
+from vyre_decl.backends.cuda.memory import DeviceBuffer
+from lib_grid import same_bits
+
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU: libcuda.so.1 cannot be loaded or reports no device")]
+
+
+class _Interface:
+    """Another library's array: only ``__cuda_array_interface__`` (as Numba's or CuPy's)."""
+
+    def __init__(self, buf):
+        self.buf = buf
+        self.__cuda_array_interface__ = buf.__cuda_array_interface__
+
+
+class _DLPack:
+    """Another library's tensor: only DLPack."""
+
+    def __init__(self, buf):
+        self.buf = buf
+
+    def __dlpack__(self, stream=None, **kw):
+        return self.buf.__dlpack__(stream=stream)
+
+    def __dlpack_device__(self):
+        return self.buf.__dlpack_device__()
+
+
+def _input(dtype, name, n=5000):
+    rng = np.random.default_rng(3)
+    if np.dtype(dtype).kind == "f":
+        x = rng.standard_normal(n).astype(dtype)
+        if name in ("min", "max", "nanmax", "cummin", "cummax"):
+            x[7] = np.nan  # the sums stay numbers
+        return x
+    return rng.integers(-1000 if np.dtype(dtype).kind == "i" else 0, 1000, n).astype(dtype)
+
+
+CASES = [("sum", np.float32), ("sum", np.int64), ("prod", np.float64), ("min", np.float32), ("max", np.int32),
+         ("nanmax", np.float64), ("cumsum", np.float32), ("cumsum", np.uint64), ("exclusive_cumsum", np.int64),
+         ("cummin", np.float32), ("cummax", np.uint32)]
+
+
+@pytest.mark.parametrize("kind", ["buffer", "interface", "dlpack"])
+@pytest.mark.parametrize("name, dtype", CASES, ids=[f"{n}-{np.dtype(d).name}" for n, d in CASES])
+def test_device_in_device_out(name, dtype, kind, monkeypatch):
+    cuda = vyre_decl.acquire("cuda")
+    x = _input(dtype, name)
+    buf = cuda.upload(x)
+    given = {"buffer": buf, "interface": _Interface(buf), "dlpack": _DLPack(buf)}[kind]
+    want = np.asarray(getattr(lib, name)(x, backend="reference"))
+
+    def no_copy(*args, **kw):
+        raise AssertionError("a host copy during a device call")
+
+    with monkeypatch.context() as m:
+        for attr in ("upload", "download", "upload_at", "download_range"):
+            m.setattr(cuda, attr, no_copy)
+        got = getattr(lib, name)(given, backend=cuda)
+    assert isinstance(got, DeviceBuffer)
+    host = cuda.download(got)
+    assert same_bits(host, np.atleast_1d(want)), (host, want)  # a reduction: a buffer of one element
+    got.free()
+    buf.free()
+
+
+def test_device_errors_are_coded():
+    cuda = vyre_decl.acquire("cuda")
+    buf = cuda.upload(np.arange(6, dtype=np.int32))
+    cases = [(lambda: lib.sum(buf, backend=cuda), "L021"),  # numpy's accumulator is int64
+             (lambda: lib.sum(buf, keepdims=True, backend=cuda), "L022"),
+             (lambda: lib.sort(buf, backend=cuda), "L022"),
+             (lambda: lib.sum(buf, backend="reference"), "L021"),
+             (lambda: lib.min(cuda.upload(np.zeros(0, np.float32)), backend=cuda), "L005")]
+    for call, code in cases:
+        with pytest.raises(vyre_decl.VyreError) as info:
+            call()
+        assert info.value.diagnostics[0].code == code and "Fix" in str(info.value)
+    buf.free()
