@@ -95,7 +95,7 @@ def test_compact_gives_numpys_nonzero(dtype, share, n):
     assert np.array_equal(indices[: want.size], want) and not indices[want.size:].any()
 
 
-@pytest.mark.parametrize("n", [0, 1, 33, 40000])
+@pytest.mark.parametrize("n", [0, 1, 33, 140000])
 def test_byte_histogram_counts_skewed_and_random_bytes(n):
     rng = np.random.default_rng(n)
     b = rng.integers(0, 256, n).astype(np.uint8)
@@ -107,7 +107,7 @@ def test_byte_histogram_counts_skewed_and_random_bytes(n):
 @pytest.mark.parametrize("bins", [1, 256, 1025])
 def test_histogram_counts_values_below_bins(dtype, bins):
     rng = np.random.default_rng(bins)
-    x = rng.integers(0, bins + 40, 20000).astype(dtype)
+    x = rng.integers(0, bins + 40, 70000).astype(dtype)
     x[:7000] = bins - 1
     x[7000:7100] = np.iinfo(dtype).max  # past every bin, and past u32 for u64
     got = routine("data.histogram")(x, backend="reference", bins=bins)
@@ -126,11 +126,11 @@ def _gpu_calls():
     yield pytest.param("sort.radix", _sort_case(np.uint32, 9000, 4)[:1], {}, id="radix-u32-9000")
     yield pytest.param("sort.topk", _sort_case(np.uint32, 4097, 5)[:1], {"k": 7}, id="topk-4097")
     yield pytest.param("data.compact", [_mask_case(np.float32, 20000, 6, 0.5)], {}, id="compact-f32-20000")
-    b = np.random.default_rng(7).integers(0, 256, 40000).astype(np.uint8)
-    b[:20000] = 9
-    yield pytest.param("bytes.histogram", [b], {}, id="bytes-40000")
-    x = np.random.default_rng(8).integers(0, 1100, 20000).astype(np.uint64)
-    x[:9000] = 3
+    b = np.random.default_rng(7).integers(0, 256, 140000).astype(np.uint8)
+    b[:70000] = 9
+    yield pytest.param("bytes.histogram", [b], {}, id="bytes-140000")
+    x = np.random.default_rng(8).integers(0, 1100, 70000).astype(np.uint64)
+    x[:30000] = 3
     for bins in (256, 1025):
         yield pytest.param("data.histogram", [x], {"bins": bins}, id=f"histogram-u64-{bins}")
 
