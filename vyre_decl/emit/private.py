@@ -7,6 +7,8 @@ and 32-bit words, and keeps in memory (a stack frame) one accessed in bytes or i
 an element of 8 bits is a 32-bit word holding its value widened (narrowed first, as a store
 narrows), and an element of 64 bits two 32-bit words, low word first; every other element is
 accessed as itself. The meaning is the buffer's (docs/semantics.md): only the layout differs.
+An array of a word type indexed only by literals and unroll counters takes no ``.local`` memory:
+``promote.py`` gives it a register per element (zeroed here, with the others).
 """
 
 from __future__ import annotations

@@ -16,7 +16,9 @@ a template may write its result before it has read all its operands (the ÷0 tem
 Memory rules of the semantics table: loads out of bounds yield 0 and stores/atomics out of
 bounds do nothing — by a predicate on the access, never by clamping the index. Workgroup buffers
 are ``.shared`` arrays zeroed by the workgroup before the body runs; private arrays are ``.local``
-arrays each invocation zeroes, accessed through the same computed addresses and predicates.
+arrays each invocation zeroes, accessed through the same computed addresses and predicates, or,
+where every index is a literal or an unroll counter, a register per element (``promote.py``).
+Vector copies (``dst[i ..+ N] = src[j ..+ N]``) are ``vcopy.py``'s.
 
 An ``unroll`` loop is written out structurally: its body once per iteration, the counter a fresh
 register set by ``mov`` to that iteration's literal. No arithmetic is folded here: ptxas (or the
