@@ -105,3 +105,33 @@ def test_is_float_is_a_size_of_a_type_variable():
     for bad in ("is_float(x)", "is_float(U)", "is_float(T, T)", "is_float()"):
         with pytest.raises(SizeError, match="is_float"):
             parse_size(bad, frozenset({"x"}), frozenset(), frozenset({"T"}))
+
+
+def _half_done(dtype: type, inclusive: tuple[int, ...]):
+    """40 tiles whose first 36 are already published (an aggregate each, an inclusive prefix where
+    ``inclusive`` says), the counter at 36: the lanes of the look-back meet inclusive prefixes at
+    different distances, and those that walked past the nearest one sum their tiles above it again."""
+    tiles, done = 40, 36
+    x = _words(tiles * TILE - 7, dtype, 3)
+    sums = np.cumsum(x, dtype=dtype)
+    ends = np.minimum(np.arange(1, tiles + 1) * TILE, x.size) - 1
+    incl = sums[ends]
+    agg = np.concatenate([incl[:1], incl[1:] - incl[:-1]]).astype(dtype)  # wrapping differences
+    vals = np.zeros(2 * tiles, dtype)
+    vals[0:2 * done:2], vals[1:2 * done:2] = agg[:done], incl[:done]
+    state = np.zeros(tiles + 1, np.uint32)
+    state[:done] = 1
+    state[list(inclusive)] = 2
+    state[tiles] = done
+    return [x, np.zeros(0, dtype), state, vals, np.zeros(x.size, dtype)], sums, done, tiles
+
+
+@pytest.mark.parametrize("inclusive", [(0, 3, 20, 33), (0,), (0, 35), (0, 1, 2, 3, 4, 5)])
+def test_lanes_that_meet_different_inclusive_prefixes_agree(inclusive):
+    _, program = _single("scan.sum", np.uint64)
+    inputs, sums, done, tiles = _half_done(np.uint64, inclusive)
+    state, vals, out = REF.dispatch(program, inputs, DispatchConfig(grid=(tiles - done, 1, 1)))
+    assert out[done * TILE:].tobytes() == sums[done * TILE:].tobytes() and not out[:done * TILE].any()
+    assert state[done:tiles].tolist() == [2] * (tiles - done)
+    got, findings = run_program(program, inputs, (tiles - done, 1, 1))
+    assert not findings and [g.tobytes() for g in got] == [a.tobytes() for a in (state, vals, out)]
