@@ -110,8 +110,7 @@ def parse_size(text: str, buffers: frozenset[str], attrs: frozenset[str], type_v
             continue
         if isinstance(node, ast.Call):
             if not isinstance(node.func, ast.Name) or node.func.id not in _CALLS or node.keywords:
-                raise SizeError(f"{ast.unparse(node)}: only len(b), bits(V), is_float(V), ceil_div(a, b), min(...) and "
-                                "max(...) can be called")
+                raise SizeError(f"{ast.unparse(node)}: only len, bits, is_float, ceil_div, min and max can be called")
             operands.add(id(node.func))
             if node.func.id in _OF_TYPE:
                 if len(node.args) != 1 or not isinstance(node.args[0], ast.Name) or node.args[0].id not in type_vars:
