@@ -175,13 +175,18 @@ def _strided(values: np.ndarray, groups: int, c: int, width: int, rows: int, fil
 
 def _row(values: np.ndarray, groups: int, c: int, k: int) -> np.ndarray:
     """Row k of every chunk, (groups, 256): values[g c + 256 k + t]; a view where every element is
-    in bounds, else gathered with the indices past the end clamped (the caller masks those)."""
+    in bounds, else the groups past the end copied with their indices clamped (the caller masks
+    those elements)."""
     n, s = values.size, values.strides[0]
-    last = (groups - 1) * c + 256 * k + 255
-    if last < n:
-        return as_strided(values[256 * k:], (groups, 256), (c * s, s), writeable=False)
-    index = np.arange(groups)[:, None] * c + 256 * k + np.arange(256)[None, :]
-    return values[np.minimum(index, n - 1)]
+    inside = min(groups, max(0, (n - 256 * k - 256) // c + 1)) if n >= 256 * k + 256 else 0
+    view = as_strided(values[256 * k:], (inside, 256), (c * s, s), writeable=False)
+    if inside == groups:
+        return view
+    row = np.empty((groups, 256), values.dtype)
+    row[:inside] = view
+    index = np.arange(inside, groups)[:, None] * c + 256 * k + np.arange(256)[None, :]
+    row[inside:] = values[np.minimum(index, n - 1)]
+    return row
 
 
 def _blocks(ops: _Ops, args: Sequence[str], grid: int, env: dict[str, np.ndarray]) -> bool:
@@ -204,8 +209,8 @@ def _blocks(ops: _Ops, args: Sequence[str], grid: int, env: dict[str, np.ndarray
         else:
             acc = np.where(k * 256 + t < count[:, None], combine((acc, _row(lifted, groups, c, k))), acc)
     half = 128
-    while half:
-        acc = np.concatenate([np.asarray(combine((acc[:, :half], acc[:, half:2 * half]))), acc[:, half:]], axis=1)
+    while half:  # entries t < half take in t + half; the others are not read again
+        acc = np.asarray(combine((acc[:, :half], acc[:, half:2 * half])))
         half //= 2
     env[args[2]] = acc[:, 0].astype(dst.dtype, copy=True)
     return True
