@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import weakref
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -36,6 +37,7 @@ ENV = "VYRE_DECL_HOST_PATH"  # "0": every step through the interpreter
 _state = {"on": os.environ.get(ENV, "1") != "0"}
 Fn = Callable[[Sequence[Any]], Any]
 Launch = tuple[StepDef, Program, int]
+_OPS: weakref.WeakKeyDictionary[CompiledRoutine, dict[Any, Any]] = weakref.WeakKeyDictionary()
 _BATCH_BYTES = 1 << 21  # input lifted and combined at a time (stays in cache; measured best of 256 KiB .. 8 MiB)
 _PASS = frozenset({"sort.copy", "sort.count", "sort.scan", "scan.tiles", "sort.scatter", "sort.advance"})  # radix passes
 
@@ -107,15 +109,29 @@ class _Ops:
         self.types: dict[str, DataType] = {**b, **{k: b[v] if v in b else DataType(v) for k, v in step.types}}
         self.params = {**compiled.routine.params, **dict(step.params)}
         self.registry = registry
+        self._memo: dict[Any, Any] = {}
+
+    @classmethod
+    def of(cls, compiled: CompiledRoutine, step: StepDef, registry: Registry) -> _Ops:
+        """The step's ops, made once per compiled routine, step and registry (calls reuse them)."""
+        per = _OPS.setdefault(compiled, {})
+        found = per.get((step, registry.fingerprint))
+        if found is None:
+            found = per[(step, registry.fingerprint)] = cls(compiled, step, registry)
+        return found
 
     def plain(self, *names: str) -> bool:
         """Whether these type variables' values are stored as they are (no packed storage)."""
         return all(np.dtype(self.types[n].storage_dtype) == np.dtype(self.types[n].numpy_dtype) for n in names)
 
     def op(self, op_id: str, args: Sequence[DataType], type_args: Mapping[str, DataType] = {}) -> tuple[Fn, DataType]:
-        op = self.registry.get(op_id)
-        binding, out = op.signature.bind(list(args), dict(type_args))
-        return op_function(self.registry, op, binding), out
+        key = (op_id, tuple(args), tuple(sorted(type_args.items())))
+        found = self._memo.get(key)
+        if found is None:
+            op = self.registry.get(op_id)
+            binding, out = op.signature.bind(list(args), dict(type_args))
+            found = self._memo[key] = (op_function(self.registry, op, binding), out)
+        return found  # type: ignore[no-any-return]
 
     def element(self, var: str, param: str) -> Any:
         t = self.types[var]
@@ -156,7 +172,7 @@ def _one(compiled: CompiledRoutine, launch: Launch, env: dict[str, np.ndarray], 
     handler = _HANDLERS.get(compiled.routine.kernels[step.kernel].qualified)
     if handler is None:
         return False
-    return handler(_Ops(compiled, step, registry), step.args, grid, env)
+    return handler(_Ops.of(compiled, step, registry), step.args, grid, env)
 
 
 def _chunks(n: int, groups: int) -> tuple[int, np.ndarray]:
@@ -393,7 +409,7 @@ def _radix_run(compiled: CompiledRoutine, todo: Sequence[Launch], i: int, env: d
     first = next((s for s, _, _ in run if len(s.args) >= 4 and s.args[0] == keys_name), None)
     if not scatters or first is None or _stale(compiled, todo, run, j):
         return 0
-    ops = _Ops(compiled, first, registry)
+    ops = _Ops.of(compiled, first, registry)
     keys, vals = env[keys_name], env[first.args[1]]
     out_k, out_v = scatters[-1].args[-2], scatters[-1].args[-1]
     if not ops.plain("K", "V") or vals.size not in (0, keys.size) or env[out_k].size != keys.size:
