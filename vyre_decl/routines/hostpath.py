@@ -160,6 +160,21 @@ class _Ops:
         cast, _ = self.op("primitive.convert.cast", [lt], {"T": self.types["A"]})
         return lambda args: np.asarray(cast((lift(args),)))
 
+    def lift_for(self, aux: np.ndarray) -> Fn:
+        """``lift`` for this aux; where aux is empty (every load of it is 0) and the registry's laws
+        say ``lift(x, zero) = x`` for T (``right_identity(zero)``: x - 0), with the result in A
+        already, the elements themselves (no pass over them)."""
+        if aux.size == 0 and self._right_identity_zero():
+            return lambda args: args[0]
+        return self.lift()
+
+    def _right_identity_zero(self) -> bool:
+        op, t = self.registry.get(self.params["lift"]), self.types["T"]
+        if self.op(self.params["lift"], [t, t])[1] != self.types["A"]:
+            return False
+        return any(law.law in ("right_identity", "identity") and law.element == "zero"
+                   and (law.when is None or t in law.when.get("T", (t,))) for law in op.laws)
+
     def lifted(self, src: np.ndarray, aux: np.ndarray, spread: bool) -> np.ndarray:
         """``lift(src[i], aux[i]) as A`` for every i (aux as ``aux_values`` loads it)."""
         return np.asarray(self.lift()((src, self.aux_values(aux, src.size, spread))))
@@ -226,7 +241,7 @@ def _blocks(ops: _Ops, args: Sequence[str], grid: int, env: dict[str, np.ndarray
     groups, n = dst.size, src.size
     if not ops.plain("T", "A") or grid != groups or groups == 0 or n + groups >= 2**32:
         return False
-    combine, ident, lift = ops.combine(), ops.element("A", "identity"), ops.lift()
+    combine, ident, lift = ops.combine(), ops.element("A", "identity"), ops.lift_for(aux)
     y = ops.aux_values(aux, n, spread=True)
     c, count = _chunks(n, groups)
     acc = np.full((groups, 256), ident, np.dtype(ops.types["A"].numpy_dtype))
@@ -294,7 +309,7 @@ def _tiles(ops: _Ops, args: Sequence[str], grid: int, env: dict[str, np.ndarray]
     groups, n = offs.size, src.size
     if not ops.plain("T", "A") or grid != groups or groups == 0 or n + groups >= 2**32:
         return False
-    combine, ident, lift = ops.combine(), ops.element("A", "identity"), ops.lift()
+    combine, ident, lift = ops.combine(), ops.element("A", "identity"), ops.lift_for(aux)
     exclusive = ops.params["exclusive"] == "true"
     y = ops.aux_values(aux, n, spread=False)
     c, count = _chunks(n, groups)
