@@ -105,11 +105,46 @@ def test_malformed_copies_are_parse_errors(text, where):
     assert e.value.diagnostics[0].code == "P002" and where in str(e.value)
 
 
+# a side written [q ..* N] counts whole vectors: elements N q .. N q + N - 1
+UNITS = parse_program("""program units workgroup(8, 1, 1) {
+  buffer a: read T[] @0
+  buffer o: write T[len(a)] @1
+  buffer p: private T[8]
+  buffer q: private T[8]
+  buffer w: workgroup T[32]
+  let i = gid.x
+  let h = 1u32
+  p[0u32 ..* 4] = a[i ..* 4]
+  q[h ..* 4] = a[i + 1u32 ..* 4]
+  w[lid.x ..* 4] = p[0u32 ..+ 4]
+  barrier
+  p[1u32 ..* 4] = w[lid.x + 1u32 ..* 4]
+  o[i * 2u32 ..* 4] = p[4u32 ..+ 4]
+  o[i * 2u32 + 1u32 ..* 4] = q[h ..* 4]
+}""".replace("T", "f32"))
+
+
+def test_vector_units_print_parse_and_round_trip_and_leave_other_copies_json_alone():
+    text = print_program(UNITS)
+    assert "  p[1u32 ..* 4] = w[lid.x + 1u32 ..* 4]\n" in text and "w[lid.x ..* 4] = p[0u32 ..+ 4]" in text
+    assert parse_program(text) == UNITS and loads(dumps(UNITS)) == UNITS
+    assert '"dst_units":true' in dumps(UNITS) and '"src_units":true' in dumps(UNITS)
+    assert "units" not in dumps(SPACES)  # copies counting elements keep their JSON (and hashes)
+    copies = [n for n in UNITS.body if isinstance(n, Copy)]
+    assert [(c.dst_units, c.src_units) for c in copies] == [(True, True), (True, True), (True, False),
+                                                            (True, True), (True, False), (True, True)]
+    b = ProgramBuilder("v", workgroup=(32, 1, 1))
+    a = b.input("a", "u32")
+    o = b.output("o", "u32", like=a)
+    o.copy_from(b.gid.x, a, b.gid.x + 1, 4, units=True, src_units=True)
+    assert "o[gid.x ..* 4] = a[gid.x + 1u32 ..* 4]" in print_program(b.build())
+
+
 # ----------------------------------------------------------------------------- validation
 
 _BUFS = ("  buffer a: read u32[] @0\n  buffer o: write u32[len(a)] @1\n  buffer f: read f32[] @2\n"
          "  buffer n: read u8[] @3\n  buffer no: write u8[len(n)] @4\n  buffer p: private u32[8]\n"
-         "  buffer w: workgroup u32[64]\n")
+         "  buffer w: workgroup u32[64]\n  buffer w6: workgroup u32[6]\n")
 
 
 @pytest.mark.parametrize("stmt, codes", [
@@ -124,6 +159,9 @@ _BUFS = ("  buffer a: read u32[] @0\n  buffer o: write u32[len(a)] @1\n  buffer 
     ("o[0u32 ..+ 4] = q[0u32 ..+ 4]", ["V004"]),
     ("p[gid.x ..+ 4] = a[0u32 ..+ 4]", ["V030"]),
     ("o[0u32 ..+ 4] = p[a[0u32] ..+ 4]", ["V030"]),
+    ("o[0u32 ..+ 4] = w6[1u32 ..* 4]", ["V047"]),
+    ("w6[gid.x ..* 2] = a[0u32 ..* 2]", []),
+    ("o[gid.x ..* 4] = w[1u32 ..* 4]", []),
 ])
 def test_validation_codes(stmt, codes):
     p = parse_program(_program(f"  {stmt}\n", _BUFS))
@@ -165,6 +203,31 @@ def test_indices_near_2_to_the_32_never_wrap():
     a, o = np.arange(10, 20, dtype=np.uint32), np.full(10, 7, np.uint32)
     (got,) = REF.dispatch(p, [a, o])
     assert got.tolist() == [7, 0, 0, 0, 0, 0, 0, 7, 7, 7]  # nothing lands on 0 or 1; past-the-end loads give 0
+
+
+@pytest.mark.parametrize("n", [0, 3, 4, 33, 64, 67, 130])
+def test_vector_units_mean_the_element_copy_at_n_times_the_index(n):
+    elements = parse_program(print_program(UNITS)
+                             .replace("a[i ..* 4]", "a[i * 4u32 ..+ 4]").replace("a[i + 1u32 ..* 4]", "a[i * 4u32 + 4u32 ..+ 4]")
+                             .replace("o[i * 2u32 ..* 4]", "o[i * 8u32 ..+ 4]").replace("o[i * 2u32 + 1u32 ..* 4]", "o[i * 8u32 + 4u32 ..+ 4]")
+                             .replace("w[lid.x ..* 4]", "w[lid.x * 4u32 ..+ 4]").replace("w[lid.x + 1u32 ..* 4]", "w[lid.x * 4u32 + 4u32 ..+ 4]")
+                             .replace("p[0u32 ..* 4]", "p[0u32 ..+ 4]").replace("p[1u32 ..* 4]", "p[4u32 ..+ 4]")
+                             .replace("q[h ..* 4]", "q[h * 4u32 ..+ 4]"))
+    assert "..*" not in print_program(elements)
+    a = np.arange(1, n + 1, dtype=np.float32) * 1.25
+    (got,) = REF.dispatch(UNITS, [a])
+    np.testing.assert_array_equal(got, REF.dispatch(elements, [a])[0])
+    if n >= 64:  # lane 7's w[8 ..* 4] is past the workgroup array: zeros, in its o[2 * 7 ..* 4]
+        assert got[56:60].tolist() == [0, 0, 0, 0] and got[0:8].tolist() == a[4:8].tolist() * 2
+
+
+def test_a_vector_index_past_2_to_the_32_elements_never_wraps():
+    p = parse_program(_program("  o[1073741824u32 ..* 4] = a[0u32 ..* 4]\n  o[1u32 ..* 2] = a[2147483648u32 ..* 2]\n"
+                               "  o[4u32 ..* 2] = a[1u32 ..* 2]\n",
+                               "  buffer a: read u32[] @0\n  buffer o: read_write u32[] @1\n", wg=1))
+    a, o = np.arange(10, 20, dtype=np.uint32), np.full(10, 7, np.uint32)
+    (got,) = REF.dispatch(p, [a, o])
+    assert got.tolist() == [7, 7, 0, 0, 7, 7, 7, 7, 12, 13]
 
 
 def test_the_copy_moves_bits_unchanged():
@@ -242,10 +305,19 @@ def test_a_register_array_is_loaded_straight_into_its_registers():
     assert [r.strip() for r in loads[0].split(",")] == zeroed[1:5]
 
 
+def test_vector_units_in_workgroup_and_private_memory_are_predicated_accesses_without_a_branch():
+    """Every vector of a scratch buffer is whole (V047), so a side counting vectors there needs one
+    bounds predicate; copies with a global side keep the element path (a partial last vector)."""
+    text = emit(UNITS).text
+    assert re.search(r"@%p\d+ ld\.shared\.v4\.f32", text) and re.search(r"@%p\d+ st\.shared\.v4\.f32", text)
+    assert len(re.findall(r"_copy_elements:", text)) == 4  # the four copies with a global side
+    assert "setp.lt.u32" in text and "mul.lo.u32" in text
+
+
 @pytest.mark.skipif(find_ptxas() is None, reason="ptxas not installed")
 @pytest.mark.parametrize("target", ["sm_90", "sm_75"])
 def test_ptxas_keeps_private_arrays_filled_by_vector_copies_in_registers(target):
-    for p in (FRAGMENTS, SPACES):
+    for p in (FRAGMENTS, SPACES, UNITS):
         log = _ptxas_v(emit(p, target=target).text, target)
         assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in log, log
 
@@ -274,6 +346,9 @@ def test_the_simulator_matches_the_reference_bit_for_bit(target):
     for n in (64, 300, 512, 515):
         a = np.random.default_rng(n).standard_normal(n).astype(np.float32)
         assert_matches(FRAGMENTS, [a], REF.dispatch(FRAGMENTS, [a]), target=target)
+    for n in (0, 3, 33, 64, 67):
+        a = np.random.default_rng(n).standard_normal(n).astype(np.float32)
+        assert_matches(UNITS, [a], REF.dispatch(UNITS, [a]), target=target)
 
 
 @pytest.mark.parametrize("t", ["u32", "i64", "f64"])
@@ -295,7 +370,7 @@ def test_the_cuda_backend_matches_the_reference_bit_for_bit():
     cuda = vyre_decl.acquire("cuda")
     for n in (1, 33, 1000, 4099):
         a = np.random.default_rng(n).standard_normal(n).astype(np.float32)
-        for p in (SPACES, FRAGMENTS):
+        for p in (SPACES, FRAGMENTS, UNITS):
             assert cuda.dispatch(p, [a])[0].tobytes() == REF.dispatch(p, [a])[0].tobytes(), (p.name, n)
 
 

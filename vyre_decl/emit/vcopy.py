@@ -32,8 +32,8 @@ _PIECE_BYTES: Final = 16  # the widest vector access every target has (ld.v4.b32
 _ALL_ONES: Final = 0xFFFFFFFF  # an index past every buffer (counts are below 2^32)
 
 # one side of a copy: (buffer, index register or None, the registers of a register array's elements
-# or None for a side in memory; an element past the array's end is None)
-_Side = tuple[BufferDecl, "str | None", "list[str | None] | None"]
+# or None for a side in memory; an element past the array's end is None, whether the index counts vectors)
+_Side = tuple[BufferDecl, "str | None", "list[str | None] | None", bool]
 
 
 class _VectorCopy(_RegisterArrays):
@@ -44,23 +44,27 @@ class _VectorCopy(_RegisterArrays):
         def load(self, e: Load) -> tuple[str, DataType, bool]: ...
         def store(self, n: Store) -> None: ...
 
-    def _side(self, buffer: str, index: Expr, width: int) -> _Side:
+    def _side(self, buffer: str, index: Expr, width: int, units: bool) -> _Side:
         decl = self.buffers[buffer]
         if buffer in self.promoted:
-            first = self.known_index(index)
-            return decl, None, [self.element(buffer, first + k) for k in range(width)]
-        return decl, self.expr(index)[0], None
+            first = self.known_index(index) * (width if units else 1)
+            return decl, None, [self.element(buffer, first + k) for k in range(width)], units
+        return decl, self.expr(index)[0], None, units
 
     def vector_copy(self, n: Copy) -> None:
-        dst, src = self._side(n.dst, n.dst_index, n.width), self._side(n.src, n.src_index, n.width)
+        dst = self._side(n.dst, n.dst_index, n.width, n.dst_units)
+        src = self._side(n.src, n.src_index, n.width, n.src_units)
         size = dst[0].dtype.size
         step = min(_PIECE_BYTES // size, n.width)  # elements per piece
-        whole = all(regs is None or None not in regs for _, _, regs in (dst, src))
-        checks = [(decl, index) for decl, index, regs in (dst, src) if regs is None]
+        whole = all(regs is None or None not in regs for _, _, regs, _ in (dst, src))
+        checks = [(decl, index, units) for decl, index, regs, units in (dst, src) if regs is None]
+        if whole and all(units and decl.access.is_scratch for decl, _, units in checks):
+            self._predicated(dst, src, n.width, step)  # every vector is whole (V047): no branch
+            return
         ok = self.reg(DataType.BOOL) if whole and checks else ""
-        for i, (decl, index) in enumerate(checks):
+        for i, (decl, index, units) in enumerate(checks):
             assert index is not None
-            if ok and not self._vector_fits(decl, index, n.width, step, ok, i == 0):
+            if ok and not self._vector_fits(decl, index, n.width, step, ok, i == 0, units):
                 whole = False
         slow, done = self.label("copy_elements"), self.label("copy_done")
         if whole:
@@ -71,33 +75,72 @@ class _VectorCopy(_RegisterArrays):
                 return
             self.emit(f"bra {done};")
         self.place(slow)
-        self._elements(n, dst, src)
+        self._elements(n, self._element_side(dst, n.width), self._element_side(src, n.width))
         self.place(done)
 
-    def _vector_fits(self, decl: BufferDecl, index: str, width: int, step: int, ok: str, first: bool) -> bool:
+    def _predicated(self, dst: _Side, src: _Side, width: int, step: int) -> None:
+        """Sides in workgroup or private memory counting whole vectors, the others register arrays:
+        each memory side's vector is wholly in bounds or wholly out, so its access is one predicated
+        vector access (an access out of bounds loads zeros and stores nothing)."""
+        preds = []
+        for decl, index, regs, _ in (dst, src):
+            if regs is None:
+                p = self.reg(DataType.BOOL)
+                self.emit(f"setp.lt.u32 {p}, {index}, {decl.count // width};")
+                preds.append(p)
+            else:
+                preds.append("")
+        self._pieces(dst, src, width, step, preds[0], preds[1])
+
+    def _element_side(self, side: _Side, width: int) -> _Side:
+        """``side`` with an index counting elements: a memory side's vector index times ``width``
+        (all ones where that passes 2^32 - 1, past every buffer)."""
+        decl, index, regs, units = side
+        if not units or index is None:
+            return side
+        e, hi, wrapped = self.reg(DataType.U32), self.reg(DataType.U32), self.reg(DataType.BOOL)
+        self.emit(f"mul.lo.u32 {e}, {index}, {width};")
+        self.emit(f"mul.hi.u32 {hi}, {index}, {width};")
+        self.emit(f"setp.ne.u32 {wrapped}, {hi}, 0;")
+        self.emit(f"selp.b32 {e}, {_ALL_ONES}, {e}, {wrapped};")
+        return decl, e, regs, False
+
+    def _vector_fits(self, decl: BufferDecl, index: str, width: int, step: int, ok: str, first: bool,
+                     units: bool) -> bool:
         """``ok &=`` 'the vector at ``index`` is aligned and in bounds' (``first``: ``ok =``); False
-        where it never is."""
+        where it never is. An index counting vectors is aligned and compared with the vector count."""
         t = self.reg(DataType.U32)
-        self.emit(f"and.b32 {t}, {index}, {step - 1};")
-        self.emit(f"setp.eq.u32 {ok}, {t}, 0;" if first else f"setp.eq.and.u32 {ok}, {t}, 0, {ok};")
+        tests = [first]
+
+        def test(cmp: str, a: str, b: str | int) -> None:
+            self.emit(f"setp.{cmp}.u32 {ok}, {a}, {b};" if tests[0] else f"setp.{cmp}.and.u32 {ok}, {a}, {b}, {ok};")
+            tests[0] = False
+
+        if not units:
+            self.emit(f"and.b32 {t}, {index}, {step - 1};")
+            test("eq", t, 0)
         if decl.access.is_scratch:
             if decl.count < width:
                 return False
-            self.emit(f"setp.le.and.u32 {ok}, {index}, {decl.count - width}, {ok};")
+            test("le", index, decl.count // width - 1 if units else decl.count - width)
             return True
         length = self.length[decl.name]
-        self.emit(f"setp.ge.and.u32 {ok}, {length}, {width}, {ok};")
-        self.emit(f"sub.u32 {t}, {length}, {width};")
-        self.emit(f"setp.le.and.u32 {ok}, {index}, {t}, {ok};")
+        if units:
+            self.emit(f"shr.u32 {t}, {length}, {width.bit_length() - 1};")
+            test("lt", index, t)
+        else:
+            test("ge", length, width)
+            self.emit(f"sub.u32 {t}, {length}, {width};")
+            test("le", index, t)
         low = self.reg(DataType.U32)
         self.emit(f"cvt.u32.u64 {low}, {self.base[decl.name]};")
         self.emit(f"and.b32 {low}, {low}, {step * decl.dtype.size - 1};")
-        self.emit(f"setp.eq.and.u32 {ok}, {low}, 0, {ok};")
+        test("eq", low, 0)
         return True
 
-    def _address(self, decl: BufferDecl, index: str) -> tuple[str, str]:
-        """(address register, state space) of element ``index`` (known to be in bounds)."""
-        size = decl.dtype.size
+    def _address(self, decl: BufferDecl, index: str, scale: int = 1) -> tuple[str, str]:
+        """(address register, state space) of element ``index`` times ``scale`` (known to be in bounds)."""
+        size = decl.dtype.size * scale
         if decl.access.is_scratch:
             a = self.reg(DataType.U32)
             self.emit(f"mad.lo.u32 {a}, {index}, {size}, {self.base[decl.name]};")
@@ -107,28 +150,32 @@ class _VectorCopy(_RegisterArrays):
         self.emit(f"add.u64 {a}, {self.base[decl.name]}, {off};")
         return a, ".global"
 
-    def _pieces(self, dst: _Side, src: _Side, width: int, step: int) -> None:
-        """The vector path: the source's pieces into registers (a register array's own), then out."""
+    def _pieces(self, dst: _Side, src: _Side, width: int, step: int, dst_if: str = "", src_if: str = "") -> None:
+        """The vector path: the source's pieces into registers (a register array's own), then out;
+        ``src_if``/``dst_if``: a predicate the load/store is under (a load not made gives zeros)."""
         t = dst[0].dtype
         kind = _MEM_TYPE[t]
         # a register array's own registers where either side is one (the checks made them all present)
         values = src[2] if src[2] is not None else dst[2] if dst[2] is not None else [self.reg(t) for _ in range(width)]
         if src[2] is None:
             assert src[1] is not None
-            at, space = self._address(src[0], src[1])
+            at, space = self._address(src[0], src[1], width if src[3] else 1)
+            if src_if:
+                for v in values:
+                    self.emit(f"mov.{_REG[t][0]} {v}, {immediate(t, 0)};")
             for k in range(0, width, step):
                 regs = ", ".join(str(r) for r in values[k:k + step])
-                self.emit(f"ld{space}.v{step}.{kind} {{{regs}}}, [{at}+{k * t.size}];")
+                self.emit(f"{'@' + src_if + ' ' if src_if else ''}ld{space}.v{step}.{kind} {{{regs}}}, [{at}+{k * t.size}];")
         if dst[2] is not None:
             for r, v in zip(dst[2], values):
                 if r != v:
                     self.emit(f"mov.{_REG[t][0]} {r}, {v};")
             return
         assert dst[1] is not None
-        at, space = self._address(dst[0], dst[1])
+        at, space = self._address(dst[0], dst[1], width if dst[3] else 1)
         for k in range(0, width, step):
             regs = ", ".join(str(r) for r in values[k:k + step])
-            self.emit(f"st{space}.v{step}.{kind} [{at}+{k * t.size}], {{{regs}}};")
+            self.emit(f"{'@' + dst_if + ' ' if dst_if else ''}st{space}.v{step}.{kind} [{at}+{k * t.size}], {{{regs}}};")
 
     def _elements(self, n: Copy, dst: _Side, src: _Side) -> None:
         """Element by element: the emitter's load and store of element k at each index + k (an index

@@ -197,11 +197,13 @@ class Buf:
         v = lift(value, self.decl.dtype.value_type)
         self._builder._emit(Store(self.decl.name, lift(index, DataType.U32).expr, v.expr))
 
-    def copy_from(self, index: Any, src: Buf, src_index: Any, width: int) -> None:
+    def copy_from(self, index: Any, src: Buf, src_index: Any, width: int, *, units: bool = False,
+                  src_units: bool = False) -> None:
         """``buf[index ..+ width] = src[src_index ..+ width]``: a vector copy of ``width`` (2 or 4)
-        elements, one 64- or 128-bit access on a GPU where it can be."""
+        elements, one 64- or 128-bit access on a GPU where it can be; ``units``/``src_units``: that
+        side's index counts whole vectors (``buf[index ..* width]``)."""
         self._builder._emit(Copy(self.decl.name, lift(index, DataType.U32).expr, src.decl.name,
-                                 lift(src_index, DataType.U32).expr, width))
+                                 lift(src_index, DataType.U32).expr, width, units, src_units))
 
     def atomic(self, op: str, index: Any, *operands: Any, order: MemoryOrder | str = "relaxed",
                scope: MemoryScope | str = "device") -> Val:

@@ -114,8 +114,12 @@ def node_to_json(n: Node) -> dict[str, Any]:
         store = {"k": "store", "buf": n.buffer, "index": expr_to_json(n.index), "value": expr_to_json(n.value)}
         return store if n.order is None and n.scope is _DEVICE else _ordered(store, n.order, n.scope)
     if isinstance(n, Copy):
-        return {"k": "copy", "dst": n.dst, "dst_index": expr_to_json(n.dst_index), "src": n.src,
+        copy = {"k": "copy", "dst": n.dst, "dst_index": expr_to_json(n.dst_index), "src": n.src,
                 "src_index": expr_to_json(n.src_index), "width": n.width}
+        for side in ("dst_units", "src_units"):  # only when set: other copies' hashes stay what they were
+            if getattr(n, side):
+                copy[side] = True
+        return copy
     if isinstance(n, If):
         return {"k": "if", "cond": expr_to_json(n.cond), "then": _body(n.then), "else": _body(n.otherwise)}
     if isinstance(n, Loop):
@@ -240,7 +244,8 @@ def node_from_json(d: dict[str, Any]) -> Node:
     if k == "store":
         return Store(d["buf"], expr_from_json(d["index"]), expr_from_json(d["value"]), _order(d), _scope(d))
     if k == "copy":
-        return Copy(d["dst"], expr_from_json(d["dst_index"]), d["src"], expr_from_json(d["src_index"]), d["width"])
+        return Copy(d["dst"], expr_from_json(d["dst_index"]), d["src"], expr_from_json(d["src_index"]), d["width"],
+                    d.get("dst_units") is True, d.get("src_units") is True)
     if k == "if":
         return If(expr_from_json(d["cond"]), _nodes(d["then"]), _nodes(d["else"]))
     if k == "loop":

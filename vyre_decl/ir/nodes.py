@@ -299,13 +299,17 @@ class Copy(Node):
     consecutive elements copied between two buffers of one element type (any spaces: global,
     workgroup, private). It means the element-by-element copy, each element under the usual bounds
     rules (out of bounds: loads 0, stores nothing); a GPU makes it one 64- or 128-bit load and store
-    where the indices are aligned and the whole vector is in bounds (docs/semantics.md)."""
+    where the indices are aligned and the whole vector is in bounds (docs/semantics.md). A side
+    whose ``*_units`` is set counts whole vectors (``src[q ..* 4]``: elements 4q .. 4q + 3), so
+    it is aligned by construction."""
 
     dst: str
     dst_index: Expr
     src: str
     src_index: Expr
     width: int
+    dst_units: bool = False
+    src_units: bool = False
 
 
 @record

@@ -145,26 +145,30 @@ class Parser(ExprParser):
         self.error(tok, "P002", f"expected a statement, found {self.describe(tok)}",
                    "statements are let, assignment, store, if, loop, return, barrier, region or a { block }")
 
-    def vector_width(self) -> int:
-        """``..+ N]`` after the index of a vector access: its width N."""
+    def vector_width(self) -> tuple[int, bool]:
+        """``..+ N]`` (or ``..* N]``, an index counting whole vectors) after the index of a vector
+        access: its width N and whether the index counts vectors."""
         self.expect("..")
-        self.expect("+", "a vector access is written buf[index ..+ 4]")
+        units = self.peek()[1] == "*"
+        self.expect("*" if units else "+", "a vector access is written buf[index ..+ 4] (or buf[vector ..* 4])")
         width = self.integer("a vector width (2 or 4)")
         self.expect("]")
-        return width
+        return width, units
 
     def vector_copy(self, dst: str, dst_index: Expr) -> Copy:
-        """``dst[i ..+ N] = src[j ..+ N]``: a vector copy (the widths on the two sides agree)."""
+        """``dst[i ..+ N] = src[j ..+ N]``: a vector copy (the widths on the two sides agree);
+        ``..* N`` on a side: its index counts vectors of N elements."""
         tok = self.peek()
-        width = self.vector_width()
+        width, dst_units = self.vector_width()
         self.expect("=", "a vector copy is written dst[i ..+ 4] = src[j ..+ 4]")
         src = self.ident("a buffer name (a vector copy reads src[j ..+ N])")
         self.expect("[", "a vector copy is written dst[i ..+ 4] = src[j ..+ 4]")
         src_index = self.expr(grouped=True)
-        if self.vector_width() != width:
+        src_width, src_units = self.vector_width()
+        if src_width != width:
             self.error(tok, "P002", "the two sides of a vector copy have different widths",
                        "write the same width on both sides: dst[i ..+ 4] = src[j ..+ 4]")
-        return Copy(dst, dst_index, src, src_index, width)
+        return Copy(dst, dst_index, src, src_index, width, dst_units, src_units)
 
     def atomic_store(self, tok: Token) -> Store:
         """``atomic[.order][.scope] buf[index] = value``: an atomic store."""

@@ -96,8 +96,8 @@ def _print_node(node: Node, depth: int, out: list[str]) -> None:
         atomic = "" if node.order is None else qualifier_text(node.order, node.scope) + " "
         out.append(f"{pad}{atomic}{node.buffer}[{print_expr(node.index)}] = {print_expr(node.value)}")
     elif isinstance(node, Copy):
-        w = node.width
-        out.append(f"{pad}{node.dst}[{print_expr(node.dst_index)} ..+ {w}] = {node.src}[{print_expr(node.src_index)} ..+ {w}]")
+        w, dk, sk = node.width, "*" if node.dst_units else "+", "*" if node.src_units else "+"
+        out.append(f"{pad}{node.dst}[{print_expr(node.dst_index)} ..{dk} {w}] = {node.src}[{print_expr(node.src_index)} ..{sk} {w}]")
     elif isinstance(node, If):
         _print_block(f"if {print_expr(node.cond)} ", node.then, depth, out)
         if node.otherwise:

@@ -3,7 +3,10 @@
 reference's, how a GPU makes it one 64- or 128-bit access is ``emit/vcopy.py``'s.
 
 Codes: V043 a width other than 2 or 4 · V044 the two sides hold different element types ·
-V045 a copy within one buffer · V046 an element type that is not a 32- or 64-bit word.
+V045 a copy within one buffer · V046 an element type that is not a 32- or 64-bit word · V047 a side
+counting whole vectors (``buf[q ..* N]``) in workgroup or private memory whose count is not a
+multiple of N (its last vector would be partial; every vector of such a buffer is whole, so a GPU
+needs one bounds test and no alignment test for it).
 """
 
 from __future__ import annotations
@@ -38,6 +41,12 @@ def copy_problems(n: Copy, dst: BufferDecl, src: BufferDecl) -> list[tuple[str, 
         out.append(("V044", f"a vector copy from {src.name!r} ({src.dtype}) to {dst.name!r} ({dst.dtype}): the "
                     "element types differ", f"declare both buffers with one element type, or {_ELEMENTWISE}"
                     " with a cast"))
+    for decl, units in ((dst, n.dst_units), (src, n.src_units)):
+        if units and n.width in VECTOR_WIDTHS and decl.access.is_scratch and decl.count % n.width:
+            out.append(("V047", f"{decl.name!r}[q ..* {n.width}] counts vectors of {n.width} elements, but its "
+                        f"{decl.count} elements are not a whole number of them", f"declare {decl.name!r} with a "
+                        f"multiple of {n.width} elements (e.g. {-(-decl.count // n.width) * n.width}), or index "
+                        f"elements: {decl.name}[i ..+ {n.width}]"))
     for decl in (dst, src) if dst.name != src.name else (dst,):
         if decl.dtype not in VECTOR_TYPES:
             out.append(("V046", f"a vector copy of {decl.dtype} elements ({decl.name!r}): vector accesses move "

@@ -330,7 +330,7 @@ class Compiler:
             return self.store(n)
         if isinstance(n, Copy):  # a vector copy (vcopy.py)
             return copy_function(self.buffers[n.dst], self.expr(n.dst_index)[0], self.buffers[n.src],
-                                 self.expr(n.src_index)[0], n.width)
+                                 self.expr(n.src_index)[0], n.width, n.dst_units, n.src_units)
         if isinstance(n, If):
             return self.if_(n)
         if isinstance(n, Loop):
