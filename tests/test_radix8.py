@@ -142,3 +142,43 @@ def test_cuda_gives_the_reference_bits(rid, inputs, attrs):
     ref = routine(rid)(*inputs, backend="reference", **attrs)
     assert _same(routine(rid)(*inputs, backend="cuda", **attrs), ref)
     assert _same(routine(rid)(*inputs, backend="cuda", **attrs), ref)  # the graph's replay
+
+
+def _scan_program():
+    from vyre_decl.routines import routine as _routine
+
+    compiled = _routine("sort.radix").compiled([np.dtype(np.uint32)])
+    (step,) = {s for s in compiled.programs if s.kernel == "scan"}
+    return compiled.programs[step]
+
+
+def _scan_case(groups: int):
+    """Digit counts of ``groups`` chunks (counts[d * G + g]); the grid of the routine's scan step
+    (max(1, 4096 // G) whole digits a workgroup) and the exclusive positions and digit totals."""
+    counts = np.random.default_rng(groups).integers(0, 5000, 256 * groups).astype(np.uint32)
+    c2 = counts.reshape(256, groups).astype(np.uint64)
+    want = ((np.cumsum(c2, axis=1) - c2).astype(np.uint32).ravel(), c2.sum(axis=1).astype(np.uint32))
+    inputs = [counts, np.zeros(256 * groups, np.uint32), np.zeros(256, np.uint32)]
+    return inputs, -(-256 // max(1, 4096 // groups)), want
+
+
+@pytest.mark.parametrize("groups", [1, 3, 17, 100, 1000, 4095, 4096])
+def test_scan_step_gives_each_chunk_its_digit_offsets(groups):
+    """The scan of the digit counts at every chunk count (digits cut between workgroups when G does
+    not divide 4096, a digit a workgroup at 4096 chunks): exclusive per digit, and its total."""
+    import vyre_decl
+    from vyre_decl.backends.config import DispatchConfig
+
+    inputs, grid, (pos, tot) = _scan_case(groups)
+    got = vyre_decl.acquire("reference").dispatch(_scan_program(), inputs, DispatchConfig(grid=(grid, 1, 1)))
+    assert np.array_equal(got[-2], pos) and np.array_equal(got[-1], tot)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("groups", [3, 100, 4096])
+def test_scan_step_on_the_simulator(groups):
+    from vyre_decl.ops.simcheck import run_program
+
+    inputs, grid, (pos, tot) = _scan_case(groups)
+    got, findings = run_program(_scan_program(), inputs, (grid, 1, 1))
+    assert not findings and np.array_equal(got[-2], pos) and np.array_equal(got[-1], tot)
