@@ -90,3 +90,65 @@ def test_device_errors_are_coded():
             call()
         assert info.value.diagnostics[0].code == code and "Fix" in str(info.value)
     buf.free()
+
+
+FUSED = lib.fuse(lambda a, b: lib.sqrt(lib.absolute(a * b + 1.0)) - 0.5)
+
+
+@pytest.mark.parametrize("kind", ["buffer", "interface", "dlpack"])
+def test_fuse_and_elementwise_device_in_device_out(kind, monkeypatch):
+    cuda = vyre_decl.acquire("cuda")
+    rng = np.random.default_rng(4)
+    x, y = (rng.standard_normal(3001).astype(np.float32) for _ in range(2))
+    bx, by = cuda.upload(x), cuda.upload(y)
+    wrap = {"buffer": lambda b: b, "interface": _Interface, "dlpack": _DLPack}[kind]
+    want = FUSED(x, y, backend="reference")
+    want_max = lib.maximum(x, y, backend="reference")
+
+    def no_copy(*args, **kw):
+        raise AssertionError("a host copy during a device call")
+
+    with monkeypatch.context() as m:
+        for attr in ("upload", "download", "upload_at", "download_range"):
+            m.setattr(cuda, attr, no_copy)
+        got = FUSED(wrap(bx), wrap(by), backend=cuda)
+        got_max = lib.maximum(wrap(bx), wrap(by), backend=cuda)
+    assert isinstance(got, DeviceBuffer) and isinstance(got_max, DeviceBuffer)
+    assert same_bits(cuda.download(got), want) and same_bits(cuda.download(got_max), want_max)
+    for buf in (got, got_max, bx, by):
+        buf.free()
+
+
+def test_fuse_plan_is_one_launch_a_replay():
+    cuda = vyre_decl.acquire("cuda")
+    x = np.linspace(-3, 3, 1000, dtype=np.float32)
+    plan = FUSED.plan(x, x[::-1].copy(), backend=cuda)
+    try:
+        before = plan.pipeline.resident_launches
+        plan.replay()
+        plan.replay()
+        assert plan.pipeline.resident_launches - before == 2
+        assert same_bits(cuda.download(plan.outputs[0]), FUSED(x, x[::-1].copy(), backend="reference"))
+    finally:
+        plan.close()
+    assert all(b.freed for b in plan.outputs)
+
+
+def test_fuse_device_errors_are_coded():
+    cuda = vyre_decl.acquire("cuda")
+    buf = cuda.upload(np.arange(6, dtype=np.float32))
+
+    class Strided(_Interface):
+        def __init__(self, b):
+            super().__init__(b)
+            self.__cuda_array_interface__ = dict(b.__cuda_array_interface__, shape=(3,), strides=(8,))
+
+    cases = [(lambda: FUSED(buf, np.ones(6, np.float32), backend=cuda), "L023"),  # host and device mixed
+             (lambda: lib.exp(Strided(buf), backend=cuda), "L022"),
+             (lambda: lib.exp(buf, backend="reference"), "L021"),
+             (lambda: lib.sort(buf, backend=cuda), "L022")]
+    for call, code in cases:
+        with pytest.raises(vyre_decl.VyreError) as info:
+            call()
+        assert info.value.diagnostics[0].code == code and "Fix" in str(info.value)
+    buf.free()

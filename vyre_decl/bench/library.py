@@ -70,6 +70,7 @@ def library_rows(be: Any, timer: EventTimer, reps: int, quick: bool) -> list[Row
     else:
         rows.append(skipped("sort.radix vs cupy.sort", "CuPy is not importable"))
     rows += _cooperative_rows(torch, cupy, plan_seconds, keys, copy_name, copy_gbs, reps, log2n)
+    rows += _fuse_rows(be, timer, torch, x, copy_name, copy_gbs, reps, log2n)
     if torch is not None:
         rows += _torch_rows(be, timer, torch, plan_seconds, x, cols, reps, log2n)
     else:
@@ -159,6 +160,36 @@ def _cooperative_rows(torch: Any, cupy: Any, plan_seconds: PlanSeconds, keys: np
         "data.histogram", [v], lambda out: np.array_equal(out, hist), bins=256) / 1e9, copy_name, copy_gbs, "GB/s",
         "higher", 0.70))
     return rows
+
+
+def _fuse_rows(be: Any, timer: EventTimer, torch: Any, x: np.ndarray, copy_name: str, copy_gbs: float, reps: int,
+               log2n: int) -> list[Row]:
+    """Issue 29: ``lib.fuse`` of a five-step expression (mul, add, abs, sqrt, sub) over resident
+    f32 buffers, as a prepared plan (one launch a replay, counted): its read + written bytes
+    against the copy's (target 0.95), and its time against the same expression in torch eager
+    (target 3x faster)."""
+    from .. import lib
+    y = np.random.default_rng(5).standard_normal(x.size).astype(np.float32)
+    fused = lib.fuse(lambda a, b: lib.sqrt(lib.absolute(a * b + 1.0)) - 0.5)
+    want = np.sqrt(np.abs(x * y + np.float32(1.0))) - np.float32(0.5)  # numpy's f32 loops: the same bits
+    plan = fused.plan(x, y, backend=be)
+    try:
+        before = plan.pipeline.resident_launches
+        ours = timer.median(plan.replay, reps)
+        assert plan.pipeline.resident_launches - before == reps + 3, "lib.fuse: not one launch a call"
+        assert np.array_equal(be.download(plan.outputs[0]), want), "lib.fuse: the benchmarked result is wrong"
+    finally:
+        plan.close()
+    name = f"lib.fuse 5 steps f32 2^{log2n}"
+    rows = [Row(f"{name}, bytes read + written (GB/s)", 3 * x.nbytes / ours / 1e9, copy_name, copy_gbs, "GB/s",
+                "higher", 0.95)]
+    if torch is None:
+        return rows + [skipped(f"{name} vs torch eager", "PyTorch with CUDA is not importable")]
+    tx, ty = torch.as_tensor(x, device="cuda"), torch.as_tensor(y, device="cuda")
+    theirs = torch_seconds(torch, lambda: torch.sqrt(torch.abs(tx * ty + 1.0)) - 0.5, reps)
+    got = (torch.sqrt(torch.abs(tx * ty + 1.0)) - 0.5).cpu().numpy()
+    assert np.allclose(got, want, rtol=1e-6, atol=1e-7), "torch's expression is wrong"
+    return rows + [Row(f"{name} (ms)", ours * 1e3, "torch eager (5 kernels)", theirs * 1e3, "ms", "lower", 1 / 3)]
 
 
 def _matmul_close(out: np.ndarray, a: np.ndarray, b: np.ndarray, cols: int) -> bool:

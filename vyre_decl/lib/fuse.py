@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence, cast
 
 import numpy as np
 
 from ..ir.types import DataType
 from ..registry import default_registry
 from ._core import exact, fail, intake, is_bf16
-from ._kernel import (WORKGROUP, from_storage, literal, load, narrow, run_text, storage_type, store_value, to_storage,
+from ._device import is_device
+from ._fusedev import DeviceInput, FusedPlan, device_leaf, prepare
+from ._kernel import (WORKGROUP, _parsed, from_storage, literal, load, narrow, run_text, storage_type, store_value, to_storage,
                       value_type)
 from .elementwise import NATIVE_WIDTH, TABLE, numpy_counterpart
 
@@ -75,12 +77,17 @@ for _dunder, _name in [("neg", "negative"), ("abs", "absolute"), ("invert", "inv
     setattr(Traced, f"__{_dunder}__", lambda self, _n=_name: apply(_n, (self,), None))
 
 
-def _leaf(where: str, value: Any, inputs: list[np.ndarray]) -> Node | Any:
-    """A traced node, or a Python scalar (kept weak, as numpy does), or a new input node."""
+def _leaf(where: str, value: Any, inputs: list[Any], backend: Any = "auto") -> Node | Any:
+    """A traced node, or a Python scalar (kept weak, as numpy does), or a new input node (a host
+    array, or a device array: lib/_fusedev.py)."""
     if isinstance(value, Traced):
         return value.node
     if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
         return value
+    if is_device(value):
+        bound, dtype, shape = device_leaf(where, value, backend)
+        inputs.append(DeviceInput(bound, dtype))
+        return Node(dtype, shape, index=len(inputs) - 1)
     arr = intake(where, value)
     if is_bf16(arr.dtype):
         arr = arr.astype(np.float32)  # exact; lib computes bfloat16 in float32
@@ -157,12 +164,12 @@ def _shape(where: str, nodes: Sequence[Node]) -> tuple[int, ...]:
                    "pass arrays whose shapes broadcast (numpy's rule: equal, or 1, from the last axis)") from None
 
 
-def build(name: str, operands: Sequence[Any], inputs: list[np.ndarray]) -> Node:
+def build(name: str, operands: Sequence[Any], inputs: list[Any], backend: Any = "auto") -> Node:
     """The node of ``name`` over ``operands`` (nodes, Python scalars, arrays)."""
     arity = TABLE[name][0]
     if len(operands) != arity:
         raise fail("L013", name, f"{name} takes {arity} operand(s), got {len(operands)}", f"pass {arity} operand(s)")
-    leaves = [_leaf(name, o, inputs) for o in operands]
+    leaves = [_leaf(name, o, inputs, backend) for o in operands]
     loop_in, loop_out = _loop(name, name, leaves)
     args = [_cast(name, a, dt) if isinstance(a, Node) else _const(name, a, dt) for a, dt in zip(leaves, loop_in)]
     form = _form(name, name, loop_in[-1] if name == "where" else loop_in[0])
@@ -175,9 +182,10 @@ def apply(name: str, operands: Sequence[Any], backend: Any) -> Any:
         if not _tracing:
             raise fail("L015", name, "a traced array was used outside lib.fuse", "call lib functions on arrays")
         return Traced(build(name, operands, _tracing[-1]))
-    inputs: list[np.ndarray] = []
-    node = build(name, operands, inputs)
-    return run_nodes(name, [node], inputs, "auto" if backend is None else backend)[0]
+    inputs: list[Any] = []
+    backend = "auto" if backend is None else backend
+    node = build(name, operands, inputs, backend)
+    return run_nodes(name, [node], inputs, backend)[0]
 
 
 def _emit(nodes: Sequence[Node], shape: tuple[int, ...]) -> tuple[list[str], dict[int, str]]:
@@ -206,53 +214,95 @@ def _emit(nodes: Sequence[Node], shape: tuple[int, ...]) -> tuple[list[str], dic
     return lines, names
 
 
-def program_text(outputs: Sequence[Node], inputs: Sequence[np.ndarray], shape: tuple[int, ...]) -> str:
+def program_text(outputs: Sequence[Node], dtypes: Sequence[np.dtype], shape: tuple[int, ...]) -> str:
     count = int(np.prod(shape, dtype=np.int64))
-    decls = [f"  buffer in{k}: read {storage_type(a.dtype)}[] @{k}" for k, a in enumerate(inputs)]
-    decls += [f"  buffer out{k}: write {storage_type(n.dtype)}[{count}] @{len(inputs) + k}" for k, n in enumerate(outputs)]
+    decls = [f"  buffer in{k}: read {storage_type(d)}[] @{k}" for k, d in enumerate(dtypes)]
+    decls += [f"  buffer out{k}: write {storage_type(n.dtype)}[{count}] @{len(dtypes) + k}" for k, n in enumerate(outputs)]
     lines, names = _emit(outputs, shape)
     stores = [f"    out{k}[i] = {store_value(names[id(n)], n.dtype)}" for k, n in enumerate(outputs)]
     return "\n".join([f"program lib_elementwise workgroup({WORKGROUP}, 1, 1) {{", *decls, "  let i = gid.x",
                       f"  if i < {count}u32 {{", *lines, *stores, "  }", "}", ""])
 
 
-def run_nodes(where: str, outputs: Sequence[Node], inputs: Sequence[np.ndarray], backend: Any) -> list[Any]:
-    """Evaluate ``outputs`` (broadcast to one shape) in one launch; numpy arrays (0-d: scalars)."""
+def _count(where: str, outputs: Sequence[Node]) -> tuple[tuple[int, ...], int]:
     shape = _shape(where, outputs)
     count = int(np.prod(shape, dtype=np.int64))
     if count > 2**32 - 1:
         raise fail("L009", where, f"the result would hold {count} elements", "pass at most 2**32 - 1 elements")
+    return shape, count
+
+
+def plan_nodes(where: str, outputs: Sequence[Node], inputs: Sequence[Any], backend: Any) -> FusedPlan:
+    """``outputs`` as a prepared launch over resident buffers (lib/_fusedev.py)."""
+    shape, count = _count(where, outputs)
+    text = program_text(outputs, [a.dtype for a in inputs], shape)
+    return prepare(where, _parsed(text), [to_storage(a) if isinstance(a, np.ndarray) else a.value for a in inputs],
+                   [storage_type(n.dtype) for n in outputs], count, backend)
+
+
+def run_nodes(where: str, outputs: Sequence[Node], inputs: Sequence[Any], backend: Any) -> list[Any]:
+    """Evaluate ``outputs`` (broadcast to one shape) in one launch; numpy arrays (0-d: scalars),
+    or, where an input is a device array, resident buffers of the result's elements."""
+    if any(not isinstance(a, np.ndarray) for a in inputs):
+        if any(isinstance(a, np.ndarray) for a in inputs):
+            raise fail("L023", where, "host arrays and device arrays in one call", "pass every array on the device "
+                       "(backend.upload(x), or the library's own upload) or every array on the host")
+        plan = plan_nodes(where, outputs, inputs, backend)
+        plan.replay()
+        return plan.release_outputs()
+    shape, count = _count(where, outputs)
     if count == 0:
         from ._core import check_backend
         check_backend(where, backend)
         raws = [np.zeros(0, np.dtype(np.uint8) if n.dtype == np.bool_ else n.dtype) for n in outputs]
     else:
-        raws = run_text(where, program_text(outputs, inputs, shape), [to_storage(a) for a in inputs], backend)
+        raws = run_text(where, program_text(outputs, [a.dtype for a in inputs], shape), [to_storage(a) for a in inputs], backend)
     results = [from_storage(r, n.dtype).reshape(shape) for r, n in zip(raws, outputs)]
     return [r[()] if shape == () else r for r in results]
 
 
-def fuse(fn: Callable[..., Any]) -> Callable[..., Any]:
+class Fused(Protocol):
+    """What ``lib.fuse`` returns: call it on arrays, or ``plan`` it on resident buffers."""
+
+    def __call__(self, *args: Any, backend: Any = "auto") -> Any: ...
+
+    def plan(self, *args: Any, backend: Any = "cuda") -> FusedPlan: ...
+
+
+def fuse(fn: Callable[..., Any]) -> Fused:
     """``fn`` (a function of arrays built from lib's elementwise functions and operators) as ONE
     kernel: ``lib.fuse(lambda x, y: lib.exp(x) * y + 1)(a, b, backend="cuda")``. Every output it
     returns is computed in the same launch; Python scalar arguments stay constants of the trace."""
 
     @functools.wraps(fn)
     def fused(*args: Any, backend: Any = "auto") -> Any:
-        inputs: list[np.ndarray] = []
-        traced = [a if isinstance(a, (bool, int, float)) and not isinstance(a, np.generic)
-                  else Traced(_leaf("fuse", a, inputs)) for a in args]  # type: ignore[arg-type]
-        _tracing.append(inputs)
-        try:
-            result = fn(*traced)
-        finally:
-            _tracing.pop()
-        many = isinstance(result, tuple)
-        outs = list(result) if many else [result]
-        if not outs or not all(isinstance(o, Traced) for o in outs):
-            raise fail("L015", "fuse", f"the function returned {type(result).__name__}, not traced arrays",
-                       "return the result of lib's elementwise functions or operators on the arguments (or a tuple of them)")
-        values = run_nodes("fuse", [o.node for o in outs], inputs, backend)
+        outs, many, inputs = _trace(fn, args, backend)
+        values = run_nodes("fuse", outs, inputs, backend)
         return tuple(values) if many else values[0]
 
-    return fused
+    def plan(*args: Any, backend: Any = "cuda") -> FusedPlan:
+        """The fused kernel bound to resident buffers for ``args`` (device arrays as they are, host
+        arrays uploaded once): ``plan.replay()`` is one launch into ``plan.outputs``; ``close()``."""
+        outs, _, inputs = _trace(fn, args, backend)
+        return plan_nodes("fuse", outs, inputs, backend)
+
+    fused.plan = plan  # type: ignore[attr-defined]
+    return cast(Fused, fused)
+
+
+def _trace(fn: Callable[..., Any], args: Sequence[Any], backend: Any) -> tuple[list[Node], bool, list[Any]]:
+    """``fn`` traced over stand-ins for ``args``: its output nodes, whether it returned a tuple, the inputs."""
+    inputs: list[Any] = []
+    traced = [a if isinstance(a, (bool, int, float)) and not isinstance(a, np.generic)
+              else Traced(_leaf("fuse", a, inputs, backend)) for a in args]  # type: ignore[arg-type]
+    _tracing.append(inputs)
+    try:
+        result = fn(*traced)
+    finally:
+        _tracing.pop()
+    many = isinstance(result, tuple)
+    outs = list(result) if many else [result]
+    if not outs or not all(isinstance(o, Traced) for o in outs):
+        raise fail("L015", "fuse", f"the function returned {type(result).__name__}, not traced arrays",
+                   "return the result of lib's elementwise functions or operators on the arguments (or a tuple of them)")
+    return [o.node for o in outs], many, inputs
