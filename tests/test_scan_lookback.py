@@ -107,11 +107,11 @@ def test_is_float_is_a_size_of_a_type_variable():
             parse_size(bad, frozenset({"x"}), frozenset(), frozenset({"T"}))
 
 
-def _half_done(dtype: type, inclusive: tuple[int, ...]):
-    """40 tiles whose first 36 are already published (an aggregate each, an inclusive prefix where
-    ``inclusive`` says), the counter at 36: the lanes of the look-back meet inclusive prefixes at
-    different distances, and those that walked past the nearest one sum their tiles above it again."""
-    tiles, done = 40, 36
+def _half_done(dtype: type, inclusive: tuple[int, ...], tiles: int = 40, done: int = 36):
+    """``tiles`` tiles whose first ``done`` are already published (an aggregate each, an inclusive
+    prefix where ``inclusive`` says), the counter at ``done``: the lanes of the look-back meet
+    inclusive prefixes at different distances; the aggregates they read above the nearest one are
+    combined from workgroup memory (up to 256 tiles back), farther ones by walking them again."""
     x = _words(tiles * TILE - 7, dtype, 3)
     sums = np.cumsum(x, dtype=dtype)
     ends = np.minimum(np.arange(1, tiles + 1) * TILE, x.size) - 1
@@ -134,4 +134,17 @@ def test_lanes_that_meet_different_inclusive_prefixes_agree(inclusive):
     assert out[done * TILE:].tobytes() == sums[done * TILE:].tobytes() and not out[:done * TILE].any()
     assert state[done:tiles].tolist() == [2] * (tiles - done)
     got, findings = run_program(program, inputs, (tiles - done, 1, 1))
+    assert not findings and [g.tobytes() for g in got] == [a.tobytes() for a in (state, vals, out)]
+
+
+@pytest.mark.parametrize("dtype", [np.uint32, np.int64])
+def test_a_look_back_past_256_tiles_walks_them_again(dtype):
+    """The nearest inclusive prefix lies more than 256 tiles back: more aggregates than the look-back
+    keeps in workgroup memory, so the lanes walk their tiles above it again (reference and simulator)."""
+    _, program = _single("scan.sum", dtype)
+    inputs, sums, done, tiles = _half_done(dtype, (0, 3), tiles=268, done=264)
+    state, vals, out = REF.dispatch(program, inputs, DispatchConfig(grid=(tiles - done, 1, 1)))
+    assert out[done * TILE:].tobytes() == sums[done * TILE:].tobytes()
+    assert state[done:tiles].tolist() == [2] * (tiles - done)
+    got, findings = run_program(program, [a.copy() for a in inputs], (tiles - done, 1, 1))
     assert not findings and [g.tobytes() for g in got] == [a.tobytes() for a in (state, vals, out)]
