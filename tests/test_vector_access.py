@@ -402,3 +402,6 @@ def test_the_fuzzer_generates_vector_copies_and_leaves_other_programs_alone(monk
             kinds.add("pv" in promotable(p))  # a register array, or a .local one (a counter plus a literal)
     assert len(copies) >= 20 and changed >= 10
     assert {c.width for c in copies} == {2, 4} and "sh" in {c.src for c in copies} and kinds == {True, False}
+    units = [c for c in copies if c.src_units or c.dst_units]  # sides counting whole vectors
+    assert any(c.src_units and c.src == "sh" for c in units) and any(c.src_units and c.src != "sh" for c in units)
+    assert any(c.dst_units for c in units) and len(units) < len(copies)

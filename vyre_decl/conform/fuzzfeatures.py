@@ -113,7 +113,8 @@ def vector_types(gen: _Gen) -> list[D]:
 def vector_copy(gen: _Gen) -> Copy | None:
     """``pv[c ..+ N] = src[j ..+ N]`` from a buffer nothing writes while it runs (None where none holds
     the private array's type): N = 2 or 4, c a constant index (some windows past the end), j mostly
-    a multiple of N (the vector path) and sometimes any index (the element path, past the end too)."""
+    a multiple of N (the vector path) and sometimes any index (the element path, past the end too);
+    either side may count whole vectors (``pv[c ..* N]``, ``src[i + l ..* N]``) where V047 allows."""
     r, pv = gen.rng, gen.private
     assert pv is not None
     sources = [b for b in (*gen.inputs, gen.shared) if b is not None and b.dtype is pv.dtype and b.dtype in _WORDS]
@@ -122,7 +123,13 @@ def vector_copy(gen: _Gen) -> Copy | None:
     width = r.choice((2, 4))
     aligned = Op(_MUL, (Op(_ADD, (Var("i"), Lit.of(D.U32, r.randrange(3)))), Lit.of(D.U32, width)))
     index = aligned if r.random() < 0.6 else gen.index(2)
-    return Copy(pv.name, _private_index(gen), r.choice(sources).name, index, width)
+    dst_index, src = _private_index(gen), r.choice(sources)
+    # sides counting whole vectors (src[q ..* N]): a global source, or workgroup memory of whole vectors (V047)
+    src_units = r.random() < 0.3 and (not src.access.is_scratch or src.count % width == 0)
+    if src_units:
+        index = Op(_ADD, (Var("i"), Lit.of(D.U32, r.randrange(3))))
+    dst_units = r.random() < 0.3 and pv.count % width == 0
+    return Copy(pv.name, dst_index, src.name, index, width, dst_units, src_units)
 
 
 def _private_index(gen: _Gen) -> Expr:
