@@ -157,3 +157,17 @@ def test_switch_and_unknown_steps():
     x = np.arange(10, dtype=np.uint32)
     got = hostpath.run(routine("data.gather"), (x, np.array([3, 1], np.uint32)), REF, {})
     assert got.tolist() == [3, 1]
+
+
+@pytest.mark.parametrize("rid", ["reduce.sum", "scan.sum"])
+@pytest.mark.parametrize("dtype", [np.int64, np.uint32], ids=lambda d: np.dtype(d).name)
+def test_integer_folds_over_many_batches(rid, dtype):
+    """Integers whose add the laws make free of order (associative, commutative, identity zero):
+    the host path folds each chunk in another order, so over several batches of chunks (300,001
+    elements: 74 chunks, the last short) the sums and every scan prefix must still wrap exactly
+    as numpy's, which is the kernel's result by those laws."""
+    info = np.iinfo(dtype)
+    x = np.random.default_rng(9).integers(info.min, info.max, 300_001, dtype=dtype, endpoint=True)
+    host = hostpath.run(routine(rid), (x,), REF, {})
+    want = np.cumsum(x, dtype=dtype) if rid == "scan.sum" else np.sum(x, dtype=dtype, keepdims=True)
+    assert host is not None and np.array_equal(host, want)

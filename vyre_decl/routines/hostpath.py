@@ -28,6 +28,7 @@ from ..ir.parser import parse_expr
 from ..reference.frame import _Values
 from ..reference.interpreter import Compiler, op_function
 from ..registry import Registry
+from .hostlaws import blocks_any_order, free_any_order, free_order
 from .model import StepDef
 from .runner import CompiledRoutine
 
@@ -120,9 +121,15 @@ class _Ops:
             found = per[(step, registry.fingerprint)] = cls(compiled, step, registry)
         return found
 
+    def once(self, key: Any, make: Callable[[], Any]) -> Any:
+        """``make()``, made once per step (its ops, types and parameters are fixed)."""
+        if key not in self._memo:
+            self._memo[key] = make()
+        return self._memo[key]
+
     def plain(self, *names: str) -> bool:
         """Whether these type variables' values are stored as they are (no packed storage)."""
-        return all(np.dtype(self.types[n].storage_dtype) == np.dtype(self.types[n].numpy_dtype) for n in names)
+        return self.once(("plain", names), lambda: all(np.dtype(self.types[n].storage_dtype) == np.dtype(self.types[n].numpy_dtype) for n in names))
 
     def op(self, op_id: str, args: Sequence[DataType], type_args: Mapping[str, DataType] = {}) -> tuple[Fn, DataType]:
         key = (op_id, tuple(args), tuple(sorted(type_args.items())))
@@ -135,7 +142,7 @@ class _Ops:
 
     def element(self, var: str, param: str) -> Any:
         t = self.types[var]
-        return to_numpy(t, element_bits(t, self.params[param]))
+        return self.once(("element", var, param), lambda: to_numpy(t, element_bits(t, self.params[param])))
 
     def combine(self, var: str = "A") -> Fn:
         t = self.types[var]
@@ -164,7 +171,7 @@ class _Ops:
         """``lift`` for this aux; where aux is empty (every load of it is 0) and the registry's laws
         say ``lift(x, zero) = x`` for T (``right_identity(zero)``: x - 0), with the result in A
         already, the elements themselves (no pass over them)."""
-        if aux.size == 0 and self._right_identity_zero():
+        if aux.size == 0 and self.once("right_identity_zero", self._right_identity_zero):
             return lambda args: args[0]
         return self.lift()
 
@@ -244,8 +251,12 @@ def _blocks(ops: _Ops, args: Sequence[str], grid: int, env: dict[str, np.ndarray
     combine, ident, lift = ops.combine(), ops.element("A", "identity"), ops.lift_for(aux)
     y = ops.aux_values(aux, n, spread=True)
     c, count = _chunks(n, groups)
-    acc = np.full((groups, 256), ident, np.dtype(ops.types["A"].numpy_dtype))
     batch = max(1, _BATCH_BYTES // max(1, c * src.itemsize))  # groups lifted and folded while in cache
+    if free_any_order(ops):
+        folded = blocks_any_order(combine, ident, lift, src, y, groups, c, batch, np.dtype(ops.types["A"].numpy_dtype))
+        env[args[2]] = folded.astype(dst.dtype, copy=True)
+        return True
+    acc = np.full((groups, 256), ident, np.dtype(ops.types["A"].numpy_dtype))
     for g0 in range(0, groups if n else 0, batch):
         g1 = min(groups, g0 + batch)
         lo, hi = g0 * c, min(g1 * c, n)
@@ -349,23 +360,14 @@ def _scan_chunks(combine: Fn, ident: Any, exclusive: bool, lifted: np.ndarray, c
     return out.reshape(groups, tiles * 1024)[:, :c].reshape(-1)
 
 
-def _free_order(ops: _Ops) -> bool:
-    """Whether the registry's laws make the combination order of ``with.combine`` over A free:
-    associative for A, with ``with.identity`` its identity element for A."""
-    op, a = ops.registry.get(ops.params["combine"]), ops.types["A"]
-    holds = [law for law in op.laws if law.when is None or a in law.when.get("T", (a,))]
-    return (any(law.law == "associative" for law in holds)
-            and any(law.law == "identity" and law.element == ops.params["identity"] for law in holds))
-
-
 def _single(ops: _Ops, args: Sequence[str], grid: int, env: dict[str, np.ndarray]) -> bool:
     """scan.single (one pass, decoupled look-back; its order depends on the run): only where the
-    combination order is free (_free_order), computed as the tiled scan (reduce.blocks,
+    combination order is free (free_order), computed as the tiled scan (reduce.blocks,
     scan.offsets, scan.tiles over the standard chunks), which then gives the same bits. Its
     look-back scratch (``state``, ``vals``: temporaries no later step reads) is left as it was."""
     src, aux, dst = env[args[0]], env[args[1]], env[args[4]]
     n = src.size
-    if not _free_order(ops) or (aux.size and aux.size < n):
+    if not free_order(ops) or (aux.size and aux.size < n):
         return False
     groups = max(1, min(-(-n // 4096), 4096))
     part = np.zeros(groups, dst.dtype)
