@@ -323,14 +323,17 @@ def test_ptxas_keeps_private_arrays_filled_by_vector_copies_in_registers(target)
 
 
 def test_the_matmul_kernel_keeps_its_tile_in_registers():
-    """linalg.matmul: every private array is a register array (no .local), 128-bit workgroup loads."""
+    """linalg.matmul: every private array is a register array (no .local), 128-bit workgroup loads
+    counting whole vectors (sa[q ..* 4])."""
     from vyre_decl.ir import DataType
     import tomllib
 
     src = tomllib.loads((Path(__file__).parents[1] / "routines" / "linalg.routines.toml").read_text())
     p = parse_program(src["kernel"]["matmul"]["source"], type_vars={"T": DataType.F32})
     text = emit(p).text
-    assert ".local" not in text and text.count("ld.shared.v4.f32") == 4 and "ld.global.v4.f32" in text
+    assert ".local" not in text and "ld.global.v4.f32" in text
+    # the fragments: 4 vector loads a step, 8 steps unrolled, each under a bounds predicate and no branch
+    assert len(re.findall(r"@%p\d+ ld\.shared\.v4\.f32", text)) == text.count("ld.shared.v4.f32") == 32
     if find_ptxas() is not None:
         assert "0 bytes stack frame" in _ptxas_v(text)
 
