@@ -82,7 +82,7 @@ def test_device_errors_are_coded():
     buf = cuda.upload(np.arange(6, dtype=np.int32))
     cases = [(lambda: lib.sum(buf, backend=cuda), "L021"),  # numpy's accumulator is int64
              (lambda: lib.sum(buf, keepdims=True, backend=cuda), "L022"),
-             (lambda: lib.sort(buf, backend=cuda), "L022"),
+             (lambda: lib.topk(buf, 2, backend=cuda), "L022"),
              (lambda: lib.sum(buf, backend="reference"), "L021"),
              (lambda: lib.min(cuda.upload(np.zeros(0, np.float32)), backend=cuda), "L005")]
     for call, code in cases:
@@ -146,9 +146,59 @@ def test_fuse_device_errors_are_coded():
     cases = [(lambda: FUSED(buf, np.ones(6, np.float32), backend=cuda), "L023"),  # host and device mixed
              (lambda: lib.exp(Strided(buf), backend=cuda), "L022"),
              (lambda: lib.exp(buf, backend="reference"), "L021"),
-             (lambda: lib.sort(buf, backend=cuda), "L022")]
+             (lambda: lib.topk(buf, 2, backend=cuda), "L022")]
     for call, code in cases:
         with pytest.raises(vyre_decl.VyreError) as info:
             call()
         assert info.value.diagnostics[0].code == code and "Fix" in str(info.value)
+    buf.free()
+
+
+SORTS = [np.uint32, np.int32, np.float32, np.uint64, np.int64, np.float64]
+
+
+@pytest.mark.parametrize("dtype", SORTS, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("name", ["sort", "argsort"])
+def test_sort_device_in_device_out(name, dtype, monkeypatch):
+    cuda = vyre_decl.acquire("cuda")
+    rng = np.random.default_rng(6)
+    x = (rng.standard_normal(2001) * 100).astype(dtype) if np.dtype(dtype).kind == "f" else \
+        rng.integers(0 if np.dtype(dtype).kind == "u" else -50, 50, 2001).astype(dtype)
+    if np.dtype(dtype).kind == "f":
+        x[[3, 9]], x[5], x[7] = np.nan, -0.0, 0.0
+    buf = cuda.upload(x)
+    want = getattr(lib, name)(x, backend="reference")
+
+    def no_copy(*args, **kw):
+        raise AssertionError("a host copy during a device call")
+
+    with monkeypatch.context() as m:
+        for attr in ("upload", "download", "upload_at", "download_range"):
+            m.setattr(cuda, attr, no_copy)
+        got = getattr(lib, name)(_Interface(buf), backend=cuda)
+    assert isinstance(got, DeviceBuffer)
+    host = cuda.download(got)
+    assert host.dtype == want.dtype and same_bits(host, want)
+    got.free()
+    buf.free()
+
+
+@pytest.mark.parametrize("name", ["mean", "var"])
+def test_moments_device(name):
+    cuda = vyre_decl.acquire("cuda")
+    x = np.random.default_rng(8).standard_normal(5000).astype(np.float32)
+    buf = cuda.upload(x)
+    got = getattr(lib, name)(buf, backend=cuda)
+    assert same_bits(cuda.download(got), np.atleast_1d(getattr(lib, name)(x, backend="reference")))
+    got.free()
+    for call in (lambda: lib.var(buf, ddof=1, backend=cuda), lambda: lib.std(buf, backend=cuda),
+                 lambda: lib.sort(buf, values=buf, backend=cuda)):
+        with pytest.raises(vyre_decl.VyreError) as info:
+            call()
+        assert info.value.diagnostics[0].code == "L022"
+    ints = cuda.upload(np.arange(5, dtype=np.int32))
+    with pytest.raises(vyre_decl.VyreError) as info:
+        lib.mean(ints, backend=cuda)
+    assert info.value.diagnostics[0].code == "L021"
+    ints.free()
     buf.free()

@@ -73,8 +73,8 @@ def intake(where: str, x: Any, name: str = "x") -> np.ndarray:
         from ._device import is_device
         if is_device(x):
             raise fail("L022", where, f"lib.{where} takes no device arrays (on the device: the whole-array sum, "
-                       "prod, min, max, nanmin, nanmax, cumsum, exclusive_cumsum, cummin, cummax; the elementwise "
-                       "functions and lib.fuse)",
+                       "prod, min, max, nanmin, nanmax, mean, var, cumsum, exclusive_cumsum, cummin, cummax; sort, "
+                       "argsort; the elementwise functions and lib.fuse)",
                        "download the array (backend.download(buf), np.asarray of the library's array) and call lib "
                        "on the host copy")
     if isinstance(x, (bytes, bytearray, memoryview, str)):

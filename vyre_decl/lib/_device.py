@@ -16,10 +16,11 @@ import numpy as np
 from ..routines import routine
 from ._core import check_backend, fail
 
-__all__ = ["is_device", "device_call", "DEVICE_ROUTINES"]
+__all__ = ["is_device", "device_call", "resident", "DEVICE_ROUTINES"]
 
 KDL_CUDA = 2
 _SAME = ("float32", "float64", "int64", "uint64")  # numpy's accumulator is the type itself
+_FLOATS = ("float32", "float64")  # mean/var of integers are float64 on the host: no routine takes them as they are
 _ANY = ("float32", "float64", "int32", "uint32", "int64", "uint64")
 # lib function -> (routine for floats, routine for integers, the buffer types it takes)
 DEVICE_ROUTINES: dict[str, tuple[str, str, tuple[str, ...]]] = {
@@ -28,6 +29,7 @@ DEVICE_ROUTINES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "nanmin": ("lib.nanmin", "reduce.min", _ANY), "nanmax": ("lib.nanmax", "reduce.max", _ANY),
     "cumsum": ("scan.sum", "scan.sum", _SAME), "exclusive_cumsum": ("scan.exclusive_sum", "scan.exclusive_sum", _SAME),
     "cummin": ("lib.cumminimum", "scan.min", _ANY), "cummax": ("lib.cummaximum", "scan.max", _ANY),
+    "mean": ("reduce.mean", "reduce.mean", _FLOATS), "var": ("reduce.var", "reduce.var", _FLOATS),  # var: ddof=0
 }
 
 
@@ -47,7 +49,7 @@ def is_device(x: Any) -> bool:
     return isinstance(x, DeviceBuffer) or hasattr(x, "__cuda_array_interface__") or _cuda_dlpack(x)
 
 
-def _resident(where: str, x: Any, backend: Any) -> tuple[Any, Any]:
+def resident(where: str, x: Any, backend: Any) -> tuple[Any, Any]:
     """(a resident buffer of ``backend`` viewing ``x``, the backend); L021 for a buffer of
     another backend or a backend without resident buffers."""
     from ..backends.cuda.memory import DeviceBuffer
@@ -75,7 +77,7 @@ def device_call(where: str, x: Any, backend: Any, axis: Any = None, **unsupporte
                    f"{', '.join(sorted(DEVICE_ROUTINES))} without dtype/out/keepdims)",
                    "leave those arguments out, or download the array (backend.download(buf), np.asarray of the "
                    "library's array) and call lib on the host copy")
-    buf, be = _resident(where, x, backend)
+    buf, be = resident(where, x, backend)
     float_rid, int_rid, takes = DEVICE_ROUTINES[where]
     name = np.dtype(buf.dtype.storage_dtype).name
     if name not in takes or buf.dtype.value_type != buf.dtype:

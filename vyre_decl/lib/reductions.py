@@ -128,6 +128,9 @@ def nanmax(x: Any, axis: Any = None, out: Any = None, keepdims: bool = False, *,
 
 
 def _moments(where: str, x: Any, axis: Any, dtype: Any, out: Any, keepdims: bool, ddof: Any, backend: Any) -> Any:
+    if is_device(x) and where in ("mean", "var"):  # var: ddof 0 only (reduce.var); std and ddof != 0: L022
+        return device_call(where, x, backend, axis, dtype=dtype, out=out, keepdims=keepdims,
+                           ddof=None if isinstance(ddof, (int, np.integer)) and ddof == 0 else ddof)
     arr, axes = _split(where, x, axis)
     if isinstance(ddof, (bool, np.bool_)) or not isinstance(ddof, (int, np.integer)) or ddof < 0:
         raise fail("L012", where, f"ddof={ddof!r} is not a non-negative int", "pass ddof=0 (population) or ddof=1 (sample)")

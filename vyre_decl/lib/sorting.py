@@ -13,6 +13,8 @@ import numpy as np
 from ..ir.types import DataType
 from ..routines import hostpath
 from ._core import call, check_backend, fail, intake, ints, narrow_back, on_host_path, widen
+from ._device import is_device
+from ._devsort import device_sort
 from ._kernel import WORKGROUP, run_text
 
 __all__ = ["sort", "argsort", "topk"]
@@ -43,10 +45,17 @@ def _keys(where: str, wide: np.ndarray, backend: Any, descending: bool = False) 
     be = check_backend(where, backend)
     if on_host_path(be):  # the same expression over the whole array, no program around it
         return hostpath.map_values(form, {"v": (DataType(vt), wide.ravel())}, be.registry).astype(np.dtype(kt.replace("u", "uint")), copy=False)
-    text = "\n".join([f"program lib_sort_keys workgroup({WORKGROUP}, 1, 1) {{", f"  buffer x: read {vt}[] @0",
+    return run_text(where, keys_text(vt, n, descending), [wide.ravel()], backend)[0]
+
+
+def keys_text(vt: str, n: int, descending: bool = False) -> str:
+    """The program writing the unsigned sort key of each of n elements of value type ``vt``."""
+    kt, form = _KEY[vt]
+    if descending:
+        form = f"~({form})"
+    return "\n".join([f"program lib_sort_keys workgroup({WORKGROUP}, 1, 1) {{", f"  buffer x: read {vt}[] @0",
                       f"  buffer out: write {kt}[{n}] @1", "  let i = gid.x", f"  if i < {n}u32 {{",
                       "    let v = x[i]", f"    out[i] = {form}", "  }", "}", ""])
-    return run_text(where, text, [wide.ravel()], backend)[0]
 
 
 def _argsort_rows(where: str, keys: np.ndarray, rows: int, cols: int, backend: Any) -> np.ndarray:
@@ -66,6 +75,8 @@ def _argsort_rows(where: str, keys: np.ndarray, rows: int, cols: int, backend: A
 def argsort(x: Any, axis: Any = -1, kind: Any = None, *, backend: Any = "auto", descending: bool = False) -> np.ndarray:
     """numpy.argsort (stable; NaNs last; axis=None sorts the flattened array); ``descending``
     reverses the key order (NaNs first), ties still in index order."""
+    if is_device(x):
+        return device_sort("argsort", x, backend, axis, keys_text, order=True, descending=descending)
     arr = intake("argsort", x)
     if axis is None:
         arr, axis = arr.ravel(), 0
@@ -86,6 +97,8 @@ def argsort(x: Any, axis: Any = -1, kind: Any = None, *, backend: Any = "auto", 
 def sort(keys: Any, values: Any = None, axis: Any = -1, *, backend: Any = "auto") -> Any:
     """numpy.sort (stable; NaNs last; along ``axis``, default the last; None: flattened). With
     ``values`` (1-D), ``(sorted keys, values moved with them)``."""
+    if is_device(keys):
+        return device_sort("sort", keys, backend, axis, keys_text, values=values)
     arr = intake("sort", keys)
     order = argsort(arr, axis=axis, backend=backend)
     flat_axis = -1 if axis is None else axis
