@@ -16,30 +16,16 @@ from __future__ import annotations
 
 from typing import Final, Sequence
 
-from ..ir.nodes import Access, Assign, Block, BufferDecl, Copy, Expr, If, Let, Lit, Load, Loop, Node, Program, Region, \
+from ..ir.nodes import Access, Block, BufferDecl, Copy, Expr, If, Lit, Load, Loop, Node, Program, Region, \
     Store, Var
 from ..ir.types import DataType
-from ..ir.walk import subexprs
+from ..ir.walk import own_exprs, subexprs
 from ..registry.templates import immediate
 from .registers import _REG, _Lines
 
 __all__ = ["promotable"]  # and the mixin of the emitter's register arrays
 
 _WORDS: Final = frozenset({DataType.U32, DataType.I32, DataType.F32, DataType.U64, DataType.I64, DataType.F64})
-
-
-def _own_exprs(n: Node) -> tuple[Expr, ...]:
-    if isinstance(n, (Let, Assign)):
-        return (n.value,)
-    if isinstance(n, Store):
-        return (n.index, n.value)
-    if isinstance(n, Copy):
-        return (n.dst_index, n.src_index)
-    if isinstance(n, If):
-        return (n.cond,)
-    if isinstance(n, Loop):
-        return (n.start, n.end)
-    return ()
 
 
 def promotable(program: Program) -> frozenset[str]:
@@ -53,7 +39,7 @@ def promotable(program: Program) -> frozenset[str]:
 
     def walk(body: Sequence[Node], counters: frozenset[str]) -> None:
         for n in body:
-            for e in _own_exprs(n):
+            for e in own_exprs(n):
                 for x in subexprs(e):
                     if isinstance(x, Load):
                         check(x.buffer, x.index, counters)

@@ -7,7 +7,7 @@ from typing import Iterator, Mapping, Sequence
 
 from .nodes import Assign, Atomic, Block, Copy, Expr, If, Let, Load, Loop, Node, Op, Region, Select, Store, Var, Wait
 
-__all__ = ["children", "subexprs", "statements", "body_exprs", "substitute"]
+__all__ = ["children", "subexprs", "statements", "own_exprs", "body_exprs", "substitute"]
 
 
 def children(e: Expr) -> tuple[Expr, ...]:
@@ -63,7 +63,8 @@ def statements(body: Sequence[Node]) -> Iterator[Node]:
             yield from statements(n.body)
 
 
-def _own_exprs(n: Node) -> tuple[Expr, ...]:
+def own_exprs(n: Node) -> tuple[Expr, ...]:
+    """The expressions a statement holds itself (not those of the statements nested in it)."""
     if isinstance(n, (Let, Assign)):
         return (n.value,)
     if isinstance(n, Store):
@@ -80,5 +81,5 @@ def _own_exprs(n: Node) -> tuple[Expr, ...]:
 def body_exprs(body: Sequence[Node]) -> Iterator[Expr]:
     """Every expression and sub-expression appearing anywhere in ``body``."""
     for n in statements(body):
-        for e in _own_exprs(n):
+        for e in own_exprs(n):
             yield from subexprs(e)
