@@ -202,3 +202,15 @@ def test_moments_device(name):
     assert info.value.diagnostics[0].code == "L021"
     ints.free()
     buf.free()
+
+
+def test_empty_device_arrays():
+    """An empty device array gives an empty resident buffer of numpy's result dtype (no launch)."""
+    cuda = vyre_decl.acquire("cuda")
+    buf = cuda.upload(np.zeros(0, np.float32))
+    for got, dtype in [(lib.exp(buf, backend=cuda), np.float32), (FUSED(buf, buf, backend=cuda), np.float32),
+                       (lib.sort(buf, backend=cuda), np.float32), (lib.argsort(buf, backend=cuda), np.int64)]:
+        host = cuda.download(got)
+        assert host.size == 0 and host.dtype == dtype, (host, dtype)
+        got.free()
+    buf.free()

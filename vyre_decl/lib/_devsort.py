@@ -47,6 +47,8 @@ def device_sort(where: str, x: Any, backend: Any, axis: Any, keys_text: Callable
         raise fail("L021", where, f"lib.{where} of a device array of {name} (it sorts {', '.join(_SHORT)} on the "
                    "device)", "download it and call lib on the host copy (which widens exactly)")
     n, vt = buf.count, _SHORT[name]
+    if n == 0:
+        return be.allocate("i64" if order else vt, 0)
     if not order and not descending and vt in ("u32", "u64"):
         return routine("sort.radix").resident(buf, backend=be)
     kt = "u32" if vt in ("u32", "i32", "f32") else "u64"

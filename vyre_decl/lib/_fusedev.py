@@ -114,7 +114,7 @@ def prepare(where: str, program: Any, inputs: Sequence[Any], out_types: Sequence
     owned: list[Any] = []
     try:
         bufs = [_resident(where, x, be, owned) for x in inputs]
-        pipeline = be.compile(program)
+        pipeline = be.compile(program) if count else None  # nothing to launch for an empty result
         outs = [be.allocate(t, count) for t in out_types]
     except BaseException:
         for buf in owned:
