@@ -214,3 +214,32 @@ def test_empty_device_arrays():
         assert host.size == 0 and host.dtype == dtype, (host, dtype)
         got.free()
     buf.free()
+
+
+class _Shaped(_Interface):
+    """A C-contiguous N-D array of another library (its interface carries the shape)."""
+
+    def __init__(self, buf, shape):
+        super().__init__(buf)
+        self.__cuda_array_interface__ = dict(buf.__cuda_array_interface__, shape=shape)
+
+
+@pytest.mark.parametrize("name, dtype, axis", [("sum", np.float32, -1), ("sum", np.float32, (1, 2)),
+                                               ("max", np.float64, 2), ("min", np.int32, (-2, -1)),
+                                               ("prod", np.int64, 2), ("sum", np.float32, (0, 1, 2))])
+def test_axis_reductions_on_the_device(name, dtype, axis):
+    """Over the last axes of an N-D device array: the host's index-order fold per output (every
+    axis: the whole-array routine), the same bits, a resident buffer of the outputs in C order."""
+    cuda = vyre_decl.acquire("cuda")
+    x = _input(dtype, name, 3 * 5 * 7).reshape(3, 5, 7)
+    buf = cuda.upload(x.ravel())
+    got = getattr(lib, name)(_Shaped(buf, (3, 5, 7)), axis=axis, backend=cuda)
+    want = np.atleast_1d(getattr(lib, name)(x, axis=axis, backend="reference"))
+    assert same_bits(cuda.download(got), want.ravel())
+    got.free()
+    for call, code in [(lambda: getattr(lib, name)(_Shaped(buf, (3, 5, 7)), axis=0, backend=cuda), "L022"),  # not last
+                       (lambda: lib.cumsum(_Shaped(buf, (3, 5, 7)), axis=2, backend=cuda), "L022")]:
+        with pytest.raises(vyre_decl.VyreError) as info:
+            call()
+        assert info.value.diagnostics[0].code == code
+    buf.free()

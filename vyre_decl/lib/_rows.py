@@ -12,7 +12,7 @@ import numpy as np
 from ._core import fail
 from ._kernel import WORKGROUP, literal, run_text, storage_type, value_type
 
-__all__ = ["FOLDS", "fold_rows", "arg_rows", "moments_rows", "scan_rows"]
+__all__ = ["FOLDS", "fold_rows", "fold_text", "arg_rows", "moments_rows", "scan_rows"]
 
 _M = "primitive.math."
 
@@ -61,14 +61,19 @@ def _run(where: str, lines: list[str], x: np.ndarray, backend: Any) -> np.ndarra
 
 def fold_rows(where: str, name: str, x: np.ndarray, rows: int, cols: int, backend: Any) -> np.ndarray:
     """out[r] = the fold of row r of ``x`` (rows x cols, a routine dtype) in index order."""
-    form, ident = _combine(name, x.dtype)
-    zero = literal(x.dtype.type(0), x.dtype)
+    return run_text(where, fold_text(name, x.dtype, rows, cols), [x], backend)[0]
+
+
+def fold_text(name: str, dtype: np.dtype, rows: int, cols: int) -> str:
+    """The program of ``fold_rows`` (also run over resident buffers: lib/_device.py)."""
+    form, ident = _combine(name, dtype)
+    zero = literal(dtype.type(0), dtype)
     step = form.format(a="acc", v="v", zero=zero)
-    lines = _head(name, x.dtype, storage_type(x.dtype), rows) + [
-        "  let r = gid.x", f"  if r < {rows}u32 {{", f"    let acc = {literal(ident, x.dtype)}",
+    lines = _head(name, dtype, storage_type(dtype), rows) + [
+        "  let r = gid.x", f"  if r < {rows}u32 {{", f"    let acc = {literal(ident, dtype)}",
         f"    loop c in 0u32 .. {cols}u32 {{", f"      let v = x[r * {cols}u32 + c]", f"      acc = {step}", "    }",
         "    out[r] = acc", "  }"]
-    return _run(where, lines, x, backend)
+    return "\n".join(lines + ["}", ""])
 
 
 def arg_rows(where: str, x: np.ndarray, rows: int, cols: int, largest: bool, nan_wins: bool, backend: Any) -> np.ndarray:
