@@ -1,15 +1,21 @@
 """Helpers of the PTX interpreter's tests (tests/test_sim_ptx*.py): run one instruction over many
 lanes, run a hand-written kernel, and compare an emitted program run with the CUDA backend's
 calling convention (pointers, then u32 element counts; outputs zero-filled; the inferred grid:
-``vyre_decl.ops.simcheck.run_program``, which ``ops check`` uses too) with the reference."""
+``vyre_decl.ops.simcheck.run_program``, which ``ops check`` uses too) with the reference; and
+what ``ptxas -v`` says of a text."""
 
 from __future__ import annotations
 
+import os
 import struct
+import subprocess
+import tempfile
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
+from vyre_decl.emit.ptxas import find_ptxas
 from vyre_decl.ops.simcheck import SIM_BASE, run_program
 from vyre_decl.sim.memory import DeviceMemory
 from vyre_decl.sim.ptx import Finding, load_module
@@ -115,3 +121,17 @@ def assert_matches(program: Any, inputs: Sequence[Any], expected: Sequence[np.nd
         raise AssertionError(f"{where}: {decl.name}[{idx[:5]}] reference {want[idx[:3]]} simulator {have[idx[:3]]}\n"
                              f"{print_program(program)}")
     assert not findings, f"{where}: {[str(f) for f in findings]}"
+
+
+def ptxas_verbose(text: str, arch: str = "sm_90") -> str:
+    """What ``ptxas -v`` says of ``text`` for ``arch`` (registers, stack frame, spills); the
+    assembly must succeed."""
+    exe = find_ptxas()
+    assert exe is not None
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "k.ptx"
+        src.write_text(text)
+        proc = subprocess.run([exe, "-v", f"-arch={arch}", str(src), "-o", os.path.join(tmp, "k.cubin")],
+                              capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout + proc.stderr

@@ -6,11 +6,7 @@ under VYRE_DECL_CUDA_SIM, a real GPU elsewhere)."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import tempfile
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,7 +21,7 @@ from vyre_decl.ir import DataType, parse_program
 from vyre_decl.ops.simcheck import run_program
 from vyre_decl.sim.ptx import KernelFault
 
-from sim_ptx_helpers import HEADER, assert_matches, launch
+from sim_ptx_helpers import HEADER, assert_matches, launch, ptxas_verbose
 
 REF = vyre_decl.acquire("reference")
 
@@ -80,18 +76,6 @@ def _tile_inputs(rows: int, seed: int) -> tuple[list[np.ndarray], DispatchConfig
     return [a, b, out], DispatchConfig(grid=(max(1, -(-rows // 32)), 1, 1))
 
 
-def _ptxas_v(text: str, arch: str) -> str:
-    exe = find_ptxas()
-    assert exe is not None
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "k.ptx"
-        src.write_text(text)
-        proc = subprocess.run([exe, "-v", f"-arch={arch}", str(src), "-o", os.path.join(tmp, "k.cubin")],
-                              capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout + proc.stderr
-
-
 # ----------------------------------------------------------------------------- the emitted PTX
 
 
@@ -136,7 +120,7 @@ def test_programs_without_the_new_features_emit_no_local_memory():
 @pytest.mark.skipif(find_ptxas() is None, reason="ptxas not found (pip install '.[test]' ships it)")
 @pytest.mark.parametrize("target", ["sm_90", "sm_75"])
 def test_ptxas_keeps_the_tile_of_64_accumulators_in_registers(target):
-    log = _ptxas_v(emit(TILE, target=target).text, target)
+    log = ptxas_verbose(emit(TILE, target=target).text, target)
     assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in log, log
     assert "lmem" not in log and "cumulative stack" not in log, log
 
@@ -153,7 +137,7 @@ def test_ptxas_reports_a_stack_frame_where_an_index_is_not_constant():
   out[gid.x] = acc[x[gid.x] & 63u32]
 }""")
     assert [d.code for d in vyre_decl.ir.validate(p, vyre_decl.default_registry())] == ["V030"] * 3
-    log = _ptxas_v(emit(p, validated=True).text, "sm_90")
+    log = ptxas_verbose(emit(p, validated=True).text, "sm_90")
     assert "256 bytes stack frame" in log, log
 
 
@@ -225,7 +209,7 @@ def test_a_private_array_of_every_storage_type_matches_the_reference_and_lives_i
     assert np.isfinite(want[0][2]) and want[0][2] != 0
     assert_matches(p, [x], want, target=target)
     if find_ptxas() is not None:  # 8-bit elements are 32-bit words, 64-bit ones two (emit/private.py)
-        assert "0 bytes stack frame" in _ptxas_v(emit(p, target=target).text, target)
+        assert "0 bytes stack frame" in ptxas_verbose(emit(p, target=target).text, target)
 
 
 def test_the_sanitizer_reports_a_private_array_read_before_it_is_zeroed(monkeypatch):

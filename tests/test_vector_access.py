@@ -6,10 +6,7 @@ CUDA backend against the reference bit for bit."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +21,7 @@ from vyre_decl.ir import Copy, ParseError, VyreError, dumps, loads, parse_progra
 from vyre_decl.ir.builder import ProgramBuilder
 from vyre_decl.registry import default_registry
 
-from sim_ptx_helpers import assert_matches
+from sim_ptx_helpers import assert_matches, ptxas_verbose
 
 REF = vyre_decl.acquire("reference")
 
@@ -254,18 +251,6 @@ def test_lanes_masked_by_an_if_or_a_return_copy_nothing():
 # ----------------------------------------------------------------------------- PTX
 
 
-def _ptxas_v(text: str, arch: str = "sm_90") -> str:
-    exe = find_ptxas()
-    assert exe is not None
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "k.ptx"
-        src.write_text(text)
-        proc = subprocess.run([exe, "-v", f"-arch={arch}", str(src), "-o", os.path.join(tmp, "k.cubin")],
-                              capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout + proc.stderr
-
-
 # fragments filled by 128-bit workgroup loads at a run-time index, multiplied in an unrolled loop:
 # the matmul's inner step
 FRAGMENTS = parse_program("""program frag workgroup(64, 1, 1) {
@@ -318,7 +303,7 @@ def test_vector_units_in_workgroup_and_private_memory_are_predicated_accesses_wi
 @pytest.mark.parametrize("target", ["sm_90", "sm_75"])
 def test_ptxas_keeps_private_arrays_filled_by_vector_copies_in_registers(target):
     for p in (FRAGMENTS, SPACES, UNITS):
-        log = _ptxas_v(emit(p, target=target).text, target)
+        log = ptxas_verbose(emit(p, target=target).text, target)
         assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in log, log
 
 
@@ -335,7 +320,7 @@ def test_the_matmul_kernel_keeps_its_tile_in_registers():
     # the fragments: 4 vector loads a step, 8 steps unrolled, each under a bounds predicate and no branch
     assert len(re.findall(r"@%p\d+ ld\.shared\.v4\.f32", text)) == text.count("ld.shared.v4.f32") == 32
     if find_ptxas() is not None:
-        assert "0 bytes stack frame" in _ptxas_v(text)
+        assert "0 bytes stack frame" in ptxas_verbose(text)
 
 
 # ----------------------------------------------------------------------------- the simulated device
