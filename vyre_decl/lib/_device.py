@@ -65,19 +65,26 @@ def is_device(x: Any) -> bool:
 def resident(where: str, x: Any, backend: Any) -> tuple[Any, Any]:
     """(a resident buffer of ``backend`` viewing ``x``, the backend); L021 for a buffer of
     another backend or a backend without resident buffers."""
-    from ..backends.cuda.memory import DeviceBuffer
     be = check_backend(where, "cuda" if backend == "auto" else backend)
     if not hasattr(be, "wrap") or "graphs" not in getattr(be, "capabilities", ()):
         raise fail("L021", where, f"a device array given with backend={getattr(be, 'name', be)!r}, which has no "
                    "resident buffers", "pass backend='cuda' (or the CUDA backend that owns the buffer)")
+    return view(where, x, be), be
+
+
+def view(where: str, x: Any, be: Any) -> Any:
+    """A resident buffer of the CUDA backend ``be`` viewing the device array ``x``: ``x`` itself
+    (L021 where it belongs to another backend), a wrapped ``__cuda_array_interface__`` array or an
+    imported DLPack tensor."""
+    from ..backends.cuda.memory import DeviceBuffer
     if isinstance(x, DeviceBuffer):
         if x.memory is not getattr(be, "_memory", None):
             raise fail("L021", where, f"{x!r} belongs to another backend than {be!r}",
                        "pass backend= the backend that allocated the buffer")
-        return x, be
+        return x
     if hasattr(x, "__cuda_array_interface__"):
-        return be.wrap(x), be
-    return be.from_dlpack(x), be
+        return be.wrap(x)
+    return be.from_dlpack(x)
 
 
 def device_call(where: str, x: Any, backend: Any, axis: Any = None, **unsupported: Any) -> Any:

@@ -11,7 +11,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ._core import check_backend, fail
-from ._device import is_device
+from ._device import is_device, view
 
 __all__ = ["DeviceInput", "device_leaf", "FusedPlan", "prepare", "any_device"]
 
@@ -88,19 +88,11 @@ class FusedPlan:
 
 
 def _resident(where: str, x: Any, be: Any, owned: list[Any]) -> Any:
-    from ..backends.cuda.memory import DeviceBuffer
     if isinstance(x, np.ndarray):
         buf = be.upload(np.ascontiguousarray(x).ravel())
         owned.append(buf)
         return buf
-    if isinstance(x, DeviceBuffer):
-        if x.memory is not getattr(be, "_memory", None):
-            raise fail("L021", where, f"{x!r} belongs to another backend than {be!r}",
-                       "pass backend= the backend that allocated the buffer")
-        return x
-    if hasattr(x, "__cuda_array_interface__"):
-        return be.wrap(x)
-    return be.from_dlpack(x)
+    return view(where, x, be)
 
 
 def prepare(where: str, program: Any, inputs: Sequence[Any], out_types: Sequence[str], count: int,
