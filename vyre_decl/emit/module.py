@@ -29,6 +29,7 @@ def _entry(name: str, abi: KernelABI, program: Program, em: _Emitter) -> list[st
         f".visible .entry {name}(",
         ",\n".join(f"\t.param .{'u64' if p.kind == 'ptr' else 'u32'} {p.name}" for p in abi.params),
         ")",
+        *em.entry_directives(),
         "{",
         *em.declarations(),
         *(f"\t.shared .align 16 .b8 wg_{b.name}[{shared_words(b) * 4}];" for b in shared),

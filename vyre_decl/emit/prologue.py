@@ -4,6 +4,8 @@ id, the warp's existing lanes) of a program that calls collective ops."""
 
 from __future__ import annotations
 
+from typing import Final
+
 from ..ir.diagnostics import VyreError
 from ..ir.nodes import AXES, Access, Atomic, BufferDecl, BufLen, Copy, Id, IdKind, Load, Op, Program, Store, Wait
 from ..ir.subgroup import SUBGROUP_SIZE
@@ -14,6 +16,8 @@ from .abi import kernel_abi, shared_words
 from .private import _PrivateMemory
 
 __all__ = ["uses_collectives"]  # and the prologue class, the emitter's base (emit/ptx.py)
+
+FULL_MASK: Final = "0xffffffff"  # the member mask of a whole warp, as a PTX literal
 
 
 def uses_collectives(program: Program, registry: Registry) -> bool:
@@ -112,8 +116,14 @@ class _Prologue(_PrivateMemory):
                                 f"{SUBGROUP_SIZE}", f"program {self.program.name!r}",
                                 "run programs with subgroup ops on a target whose subgroup size is the IR's")
         self.comment(f"subgroups: lane id, and the lanes of this warp that exist (warps of {SUBGROUP_SIZE} threads)")
-        lane, lin, t, u = (self.reg(DataType.U32) for _ in range(4))
+        lane = self.reg(DataType.U32)
         self.emit(f"mov.u32 {lane}, %laneid;")
+        self.true_reg = self.reg(DataType.BOOL)
+        self.emit(f"mov.pred {self.true_reg}, 1;")
+        if self.full_warps:  # every warp whole (the entry says .reqntid): all lanes exist, a literal mask
+            self.lane_reg, self.exist_reg = lane, FULL_MASK
+            return
+        lin, t, u = (self.reg(DataType.U32) for _ in range(3))
         self.emit(f"mov.u32 {lin}, %tid.z;")
         self.emit(f"mov.u32 {t}, %ntid.y;")
         self.emit(f"mov.u32 {u}, %tid.y;")
@@ -132,8 +142,13 @@ class _Prologue(_PrivateMemory):
         self.emit(f"shl.b32 {exist}, 1, {t};")  # 1 << 32 is 0: all ones after the subtraction
         self.emit(f"sub.u32 {exist}, {exist}, 1;")
         self.lane_reg, self.exist_reg = lane, exist
-        self.true_reg = self.reg(DataType.BOOL)
-        self.emit(f"mov.pred {self.true_reg}, 1;")
+
+    def entry_directives(self) -> list[str]:
+        """``.reqntid`` where the subgroup code assumed whole warps (the literal member mask): a
+        launch with another block size then fails instead of reading lanes that do not exist."""
+        if self.exist_reg != FULL_MASK:
+            return []
+        return [".reqntid " + ", ".join(str(w) for w in self.program.workgroup_size)]
 
     def members(self) -> str:
         """The present lanes of the subgroup: those that exist, less any that returned (voted)."""

@@ -7,6 +7,7 @@ from collections import defaultdict
 from typing import Final
 
 from ..ir.nodes import IdKind, Program, Return
+from ..ir.subgroup import SUBGROUP_SIZE
 from ..ir.types import DataType
 from ..ir.walk import statements
 from ..registry import Registry
@@ -63,6 +64,8 @@ class _Lines:
         # subgroups (collective ops): the lane register, the mask of the warp's existing lanes, and
         # whether the present lanes must be voted at each collective (the program can return)
         self.lane_reg = self.exist_reg = self.true_reg = ""
+        wx, wy, wz = program.workgroup_size
+        self.full_warps = (wx * wy * wz) % SUBGROUP_SIZE == 0
         self.returns = any(isinstance(n, Return) for n in statements(program.body))
 
     # --- registers, labels, lines
