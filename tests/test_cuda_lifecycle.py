@@ -208,6 +208,37 @@ def test_dlpack_round_trip():
     assert e.value.codes == ["D016"]
 
 
+def test_an_import_of_our_own_capsule_keeps_its_tensor_until_it_is_dropped():
+    """The importer holds the export record, so the managed tensor outlives the exporter's table
+    (which interpreter exit may clear first: reading a freed tensor in the deleter crashed CI)."""
+    import gc
+    import weakref
+
+    from vyre_decl.backends.cuda import dlpack
+
+    be = vyre_decl.acquire("cuda")
+    x = be.upload(np.arange(6, dtype=np.float32))
+    capsule = x.__dlpack__()
+    key, managed = next((k, rec[0]) for k, rec in dlpack._exports.items() if rec[2] is x)
+    alive = weakref.ref(managed)
+    del managed
+    y = be.from_dlpack(capsule)
+    del capsule
+    with dlpack._lock:
+        saved = dict(dlpack._exports)
+        dlpack._exports.clear()  # as the interpreter's teardown may do before the import is dropped
+        del saved[key]  # the table forgot it; only the import may keep it now
+    gc.collect()
+    try:
+        assert alive() is not None and be.download(y).tolist() == list(range(6))
+        del y
+        gc.collect()
+    finally:
+        with dlpack._lock:
+            dlpack._exports.update(saved)
+    assert alive() is None  # the deleter ran and nothing else holds it
+
+
 def _variant(k: int):
     """A distinct program (its own kernel) per k."""
     return parse_program(f"""program add{k} workgroup(64, 1, 1) {{

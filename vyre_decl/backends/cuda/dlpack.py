@@ -9,6 +9,7 @@ when done. Exports stay alive (with the buffer they view) until that deleter run
 from __future__ import annotations
 
 import ctypes
+import sys
 import threading
 from ctypes import POINTER, Structure, c_char_p, c_int32, c_int64, c_uint8, c_uint16, c_uint64, c_void_p, py_object
 from typing import Any
@@ -108,12 +109,20 @@ _TYPES = {(0, 8): DataType.I8, (0, 16): DataType.I16, (0, 32): DataType.I32, (0,
 
 
 class _Imported:
-    """Keeps an imported tensor alive; its deleter runs when the buffer viewing it is dropped."""
+    """Keeps an imported tensor alive; its deleter runs when the buffer viewing it is dropped.
+
+    A capsule we exported ourselves is held through its export record too, so the managed tensor
+    outlives this object. At interpreter exit the deleter is skipped: the exporter's bookkeeping
+    (ours, or another library's) may already be gone, and the process frees the memory anyway."""
 
     def __init__(self, capsule: Any, managed: Any) -> None:
         self.capsule, self.managed = capsule, managed
+        with _lock:
+            self.export = _exports.get(ctypes.addressof(managed.contents))
 
-    def __del__(self) -> None:
+    def __del__(self, finalizing: Any = sys.is_finalizing) -> None:
+        if finalizing():
+            return
         deleter = self.managed.contents.deleter
         if deleter:
             deleter(self.managed)
