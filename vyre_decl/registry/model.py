@@ -122,6 +122,7 @@ class OpDef:
     source: Path
     doc: str = ""
     traits: frozenset[str] = frozenset()  # names from TRAITS
+    ranges: tuple[LawDef, ...] = ()  # range laws: LawDef("range", when=..., text=...) (registry/ranges.py)
     _bindings: list[Binding] = field(default_factory=list, compare=False, repr=False)
 
     @property

@@ -27,6 +27,7 @@ from ..ir.walk import subexprs
 from .kats import kat_group
 from .laws import CATALOGUE, LawSyntaxError, law_fits, parse_law
 from .model import TRAITS, Compose, Kat, LawDef, OpDef, Template
+from .ranges import RangeLawError, parse_range
 from .opsig import _OpBase, location
 from .references import COLLECTIVE, REFERENCES
 from .templates import ATOMIC_PLACEHOLDERS, BIT_REGISTERS, COLLECTIVE_PLACEHOLDERS, ParsedTemplate, TemplateError, instantiate, parse_template
@@ -78,6 +79,7 @@ class _OpBuilder(_OpBase):
         compose = self.compose()
         templates = self.templates(temps) if temps is not None else {}
         laws = self.laws()
+        ranges = self.ranges()
         waivers = self.waivers()
         accuracy = self.accuracy()
         kats = self.kats()
@@ -85,7 +87,7 @@ class _OpBuilder(_OpBase):
             return None
         return OpDef(self.id, self.dialect, f["summary"], sig, laws, waivers, references, compose,
                      _text(f.get("compose")), templates, accuracy, kats, self.path, f.get("doc") or "",
-                     self.traits())
+                     self.traits(), ranges=ranges)
 
     def temps(self) -> dict[str, str] | None:
         temps = {}
@@ -272,6 +274,37 @@ class _OpBuilder(_OpBase):
                     continue
                 laws.append(law)
         return tuple(laws)
+
+    def ranges(self) -> tuple[LawDef, ...]:
+        """The range laws (registry/ranges.py), kept as LawDef("range", text=...) records: each
+        parses (D018), names only operand bounds and type constants (D019) and applies to at least
+        one binding, every one of them with unsigned operands and result (D020)."""
+        out = []
+        operands = tuple(p.name for p in self.sig.inputs)
+        for i, text in enumerate(self.f.get("ranges") or ()):
+            fld = f"ranges[{i}]"
+            try:
+                _, when_text = parse_range(text, operands, tuple(self.type_vars))
+            except RangeLawError as exc:
+                self.err(exc.code, fld, exc.message, exc.fix)
+                continue
+            when = self.when(when_text, fld, code="D018") if when_text else None
+            if when_text and when is None:
+                continue
+            law = LawDef("range", when=when, text=text)
+            fits = [b for b in self.bindings if law.applies(dict(zip(self.type_vars, b)))]
+            wrong = [b for b in fits if not all(t.is_int and not t.is_signed for t in self._types(b))]
+            if not fits or wrong:
+                why = "applies to no binding of the op" if not fits else f"applies to {self.describe(wrong[0])}"
+                self.err("D020", fld, f"range law {text!r} {why}; range laws hold for unsigned integer operands "
+                         "and results only", "restrict it with @uint (or the unsigned types it holds for)")
+                continue
+            out.append(law)
+        return tuple(out)
+
+    def _types(self, b: Binding) -> tuple[DataType, ...]:
+        m = dict(zip(self.type_vars, b))
+        return tuple(self.sig.resolve(p.type, m) for p in (*self.sig.inputs, self.sig.output))
 
     @property
     def collective(self) -> bool:

@@ -58,6 +58,7 @@ OP_KEYS: Final[Mapping[str, Key]] = {
                     "(default: every combination)"),
     "laws": Key("list[str]", 'law strings, e.g. "identity(zero) @int"'),
     "waive": Key("map[str]", "law name -> why the law is not declared although it holds"),
+    "ranges": Key("list[str]", 'range laws bounding an unsigned result, e.g. "0 .. b.hi - 1 if b.lo >= 1 @uint"'),
     "reference": Key("str|table", "a reference function, or a type-keyed table of them"),
     "compose": Key("str|table", "steps and a result expression over the operands and attributes, or a type-keyed "
                    "table of them"),
