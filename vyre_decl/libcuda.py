@@ -134,6 +134,7 @@ ATTR: Final = {
     "max_grid_dim_y": 6,
     "max_grid_dim_z": 7,
     "max_shared_memory_per_block": 8,
+    "max_shared_memory_per_block_optin": 97,
     "warp_size": 10,
     "clock_rate_khz": 13,
     "multiprocessor_count": 16,

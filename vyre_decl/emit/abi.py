@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.nodes import Access, BufferDecl, Program
+from ..ir.wgmem import dynamic_workgroup_bytes
 from .target import Target
 
 __all__ = ["AbiParam", "KernelABI", "PtxModule", "kernel_abi", "shared_words", "VECTOR_LANES"]
@@ -40,7 +41,8 @@ class AbiParam:
 class KernelABI:
     entry: str
     params: tuple[AbiParam, ...]
-    shared_bytes: int
+    shared_bytes: int  # static workgroup memory
+    dynamic_shared_bytes: int = 0  # a workgroup_memory(large) program's, passed at launch (emit/wgmem.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,5 +68,6 @@ def kernel_abi(program: Program) -> KernelABI:
     buffers = sorted((b for b in program.buffers if not b.access.is_scratch), key=lambda b: b.binding)  # type: ignore[arg-type, return-value]
     params = tuple(AbiParam(f"p_{b.name}", "ptr", b.name) for b in buffers)
     params += tuple(AbiParam(f"n_{b.name}", "len", b.name) for b in buffers)
-    shared = sum(shared_words(b) * 4 for b in program.buffers if b.access is Access.WORKGROUP)
-    return KernelABI(f"vyre_{program.name}", params, shared)
+    dynamic = dynamic_workgroup_bytes(program)
+    shared = 0 if dynamic else sum(shared_words(b) * 4 for b in program.buffers if b.access is Access.WORKGROUP)
+    return KernelABI(f"vyre_{program.name}", params, shared, dynamic)

@@ -6,11 +6,12 @@ from __future__ import annotations
 from ..ir.nodes import Access, Program
 from ..ir.validation import check
 from ..registry import Registry, default_registry
-from .abi import KernelABI, PtxModule, kernel_abi, shared_words
+from .abi import KernelABI, PtxModule, kernel_abi
 from .private import private_bytes
 from .ptx import _Emitter
 from .target import EMITTER_CONTRACT, Target, choose_target
 from .vector import VectorEmitter, map_shape
+from .wgmem import entry_declarations, module_declarations
 
 __all__ = ["emit", "vector_entry"]
 
@@ -23,7 +24,6 @@ def vector_entry(program: Program, registry: Registry | None = None) -> str | No
 
 
 def _entry(name: str, abi: KernelABI, program: Program, em: _Emitter) -> list[str]:
-    shared = [b for b in program.buffers if b.access is Access.WORKGROUP]
     private = [b for b in program.buffers if b.access is Access.PRIVATE and b.name not in em.promoted]
     return [
         f".visible .entry {name}(",
@@ -32,7 +32,7 @@ def _entry(name: str, abi: KernelABI, program: Program, em: _Emitter) -> list[st
         *em.entry_directives(),
         "{",
         *em.declarations(),
-        *(f"\t.shared .align 16 .b8 wg_{b.name}[{shared_words(b) * 4}];" for b in shared),
+        *entry_declarations(program),
         *(f"\t.local .align 16 .b8 pv_{b.name}[{private_bytes(b)}];" for b in private),
         *em.lines,
         "$L_exit:",
@@ -66,6 +66,7 @@ def emit(
         f".target {tgt.name}",
         ".address_size 64",
         "",
+        *module_declarations(program),
         *_entry(abi.entry, abi, program, em),
     ]
     shape = map_shape(program, reg)

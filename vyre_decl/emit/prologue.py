@@ -14,6 +14,7 @@ from ..ir.walk import body_exprs, statements
 from ..registry import Registry
 from .abi import kernel_abi, shared_words
 from .private import _PrivateMemory
+from .wgmem import shared_address
 
 __all__ = ["uses_collectives"]  # and the prologue class, the emitter's base (emit/ptx.py)
 
@@ -93,7 +94,8 @@ class _Prologue(_PrivateMemory):
         self.emit(f"mul.lo.u32 {size}, {size}, {t};")
         for b in shared:
             addr = self.reg(DataType.U32)
-            self.emit(f"mov.u32 {addr}, wg_{b.name};")
+            for line in shared_address(self.program, b.name, addr):  # static, or in the dynamic array
+                self.emit(line)
             self.base[b.name] = addr
             i, p, a = self.reg(DataType.U32), self.reg(DataType.BOOL), self.reg(DataType.U32)
             top, done = self.label("zero"), self.label("zeroed")

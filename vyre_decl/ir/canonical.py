@@ -149,7 +149,9 @@ def to_json(program: Program) -> dict[str, Any]:
 
 
 def _program_json(program: Program) -> dict[str, Any]:
+    large = {"workgroup_memory": "large"} if program.large_workgroup_memory else {}  # other hashes unchanged
     return {
+        **large,
         "format": FORMAT,
         "name": program.name,
         "workgroup": list(program.workgroup_size),
@@ -283,7 +285,8 @@ def from_json(d: dict[str, Any]) -> Program:
         for b in d["buffers"]
     )
     wx, wy, wz = (int(v) for v in d["workgroup"])
-    return Program(buffers, (wx, wy, wz), _nodes(d["body"]), name=d["name"])
+    return Program(buffers, (wx, wy, wz), _nodes(d["body"]), name=d["name"],
+                   large_workgroup_memory=d.get("workgroup_memory") == "large")
 
 
 def loads(text: str) -> Program:

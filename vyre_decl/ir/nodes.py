@@ -429,6 +429,9 @@ class Program:
     workgroup_size: tuple[int, int, int]
     body: tuple[Node, ...]
     name: str = "main"
+    # ``workgroup_memory(large)``: the workgroup arrays may total more than the 48 KiB every GPU
+    # gives, up to the device's opt-in limit (docs/semantics.md, "Large workgroup memory")
+    large_workgroup_memory: bool = False
     _hash: list[str] = field(default_factory=list, init=False, compare=False, repr=False)
     # (file name, text, type variables, parameters) of a program parsed from a named text, so that
     # validation can say file:line:col (``sourcemap.py``); never part of equality or the hash

@@ -46,6 +46,13 @@ class Parser(ExprParser):
             self.expect(",", "give three workgroup sizes: workgroup(64, 1, 1)")
             sizes.append(self.integer("a workgroup size"))
         self.expect(")")
+        large = self.accept("workgroup_memory")
+        if large:  # workgroup_memory(large): docs/semantics.md, "Large workgroup memory"
+            self.expect("(")
+            if (tok := self.next())[1] != "large":
+                self.error(tok, "P015", f"workgroup_memory takes 'large', found {self.describe(tok)}",
+                           "write workgroup_memory(large), or leave it out for the 48 KiB every GPU has")
+            self.expect(")")
         self.expect("{")
         buffers = []
         while self.at("buffer"):
@@ -55,7 +62,8 @@ class Parser(ExprParser):
         tok = self.peek()
         if tok[0] != "eof":
             self.error(tok, "P002", f"unexpected {self.describe(tok)} after the program", "remove it")
-        return Program(tuple(buffers), (sizes[0], sizes[1], sizes[2]), body, name=name)
+        return Program(tuple(buffers), (sizes[0], sizes[1], sizes[2]), body, name=name,
+                       large_workgroup_memory=large)
 
     def buffer(self) -> BufferDecl:
         self.expect("buffer")

@@ -53,7 +53,8 @@ def print_program(program: Program) -> str:
 
 def _print_program(program: Program) -> str:
     wx, wy, wz = program.workgroup_size
-    lines = [f"program {program.name} workgroup({wx}, {wy}, {wz}) {{"]
+    large = " workgroup_memory(large)" if program.large_workgroup_memory else ""
+    lines = [f"program {program.name} workgroup({wx}, {wy}, {wz}){large} {{"]
     for decl in program.buffers:
         lines.append(_INDENT + _print_buffer(decl))
     _print_body(program.body, 1, lines)

@@ -56,6 +56,7 @@ from .lexer import KEYWORDS, TOKEN_RE
 from .types import DataType
 from .uniformity import divergent_barriers
 from .vcopy import copy_problems
+from .wgmem import workgroup_memory_problems
 from .unrolling import private_bytes_problem, private_decl_problem, unroll_problems
 
 __all__ = ["Limits", "validate", "check", "infer_type", "ExprFault", "is_identifier"]
@@ -67,7 +68,6 @@ _DEVICE: Final = MemoryScope.DEVICE
 
 
 MAX_WORKGROUP_INVOCATIONS: Final = 1024  # what every CUDA GPU since sm_20 launches
-MAX_WORKGROUP_BYTES: Final = 48 * 1024  # static workgroup (shared) memory every CUDA GPU provides
 # a kernel takes each non-workgroup buffer's address (8 bytes) and element count (4 bytes) as a
 # parameter; PTX before ISA 8.1 allows 4 KB of parameters (what every target we emit accepts)
 MAX_PARAM_BYTES: Final = 4096
@@ -139,11 +139,7 @@ class _Validator:
                 or wg[2] > 64 or wg[0] * wg[1] * wg[2] > MAX_WORKGROUP_INVOCATIONS):
             self.error("V003", f"workgroup size {tuple(wg)} must be three positive integers, at most (1024, 1024, 64) "
                        f"and {MAX_WORKGROUP_INVOCATIONS} invocations in all", "workgroup_size", "use e.g. (64, 1, 1)")
-        shared = sum(b.count * b.dtype.size for b in p.buffers
-                     if b.access is Access.WORKGROUP and isinstance(b.count, int))
-        if shared > MAX_WORKGROUP_BYTES:
-            self.error("V019", f"the workgroup buffers need {shared} bytes, more than {MAX_WORKGROUP_BYTES}", "buffers",
-                       "use smaller workgroup buffers")
+        self.diags += workgroup_memory_problems(p)  # V019 / V048 (ir/wgmem.py)
         private = private_bytes_problem(p.buffers)
         if private is not None:
             self.error("V029", private, "buffers", "keep per-invocation arrays small (registers), and larger scratch "

@@ -202,7 +202,8 @@ def run_program(program: Program, inputs: Sequence[Any], grid: tuple[int, int, i
         value = addr[p.buffer] if p.kind == "ptr" else call.counts[p.buffer]
         struct.pack_into("<Q" if prm.nbytes == 8 else "<I", params, prm.offset, value)
     g = CallPlan(program).grid(call.counts, lanes=VECTOR_LANES) if vector else call.grid
-    findings = [] if 0 in g else kernel.run(g, program.workgroup_size, bytes(params), mem, sanitize, stats=stats)
+    findings = [] if 0 in g else kernel.run(g, program.workgroup_size, bytes(params), mem, sanitize, stats=stats,
+                                            dynamic_shared=ptx.abi.dynamic_shared_bytes)
     outs = []
     for d in program.outputs:
         host = call.memory[d.name]

@@ -119,7 +119,7 @@ def decode(ent: Entry, mod: ModuleAst) -> Program:
             instrs.append(item)
     static = [v for v in mod.shared + ent.shared if not v.extern]
     shared, shared_end = _layout(static)
-    dynamic = [v for v in ent.shared if v.extern]
+    dynamic = [v for v in mod.shared + ent.shared if v.extern]  # ptxas takes .extern only at module scope
     dyn_start = -(-shared_end // max([v.align for v in dynamic], default=1)) * max([v.align for v in dynamic], default=1)
     shared.update({v.name: dyn_start for v in dynamic})
     local, local_end = _layout(ent.local)

@@ -129,6 +129,7 @@ class DeviceInfo:
     cooperative_launch: bool
     driver_version: int
     target: Target
+    max_shared_per_block_optin: int = 0  # with cuFuncSetAttribute (workgroup_memory(large) programs)
 
 
 class Device:
@@ -316,6 +317,7 @@ class Device:
             attr("max_shared_memory_per_block"), attr("max_threads_per_multiprocessor"), total.value,
             bool(attr("cooperative_launch")), driver,
             pick_target(driver, cc, _loads_within(os.environ.get(TARGET_ENV, ""))),
+            attr("max_shared_memory_per_block_optin"),
         )
 
     def check_static(self, program: Program, module: PtxModule) -> None:
@@ -328,6 +330,13 @@ class Device:
         if module.abi.shared_bytes > d.max_shared_per_block:
             raise VyreError.one("D009", f"{module.abi.shared_bytes} bytes of workgroup memory exceed the "
                                 f"device's {d.max_shared_per_block}", where, "use smaller workgroup buffers")
+        dynamic = module.abi.dynamic_shared_bytes
+        if dynamic > d.max_shared_per_block_optin:
+            raise VyreError.one("D009", f"{dynamic} bytes of workgroup memory (workgroup_memory(large)) exceed the "
+                                f"{d.max_shared_per_block_optin} a workgroup of {d.name} (sm_{d.compute_capability[0]}"
+                                f"{d.compute_capability[1]}) may opt in to", where,
+                                "use smaller workgroup buffers, or run the program on a GPU with more shared memory "
+                                "per block (227 KiB on sm_90)")
 
     def check_grid(self, program: Program, grid: tuple[int, int, int]) -> None:
         m = self.info.max_grid
@@ -335,17 +344,19 @@ class Device:
             raise VyreError.one("D009", f"grid {grid} exceeds the device's limits {m}",
                                 f"program {program.name!r}", "split the dispatch or use larger workgroups")
 
-    def occupancy(self, function: c_void_p, threads: int) -> Occupancy:
-        """How ``function`` fills a multiprocessor with workgroups of ``threads`` invocations."""
+    def occupancy(self, function: c_void_p, threads: int, dynamic_shared: int = 0) -> Occupancy:
+        """How ``function`` fills a multiprocessor with workgroups of ``threads`` invocations (each
+        with ``dynamic_shared`` bytes of dynamic workgroup memory)."""
         def attr(which: int) -> int:
             v = c_int()
             cu.call("cuFuncGetAttribute", byref(v), which, function)
             return v.value
 
         blocks = c_int()
-        cu.call("cuOccupancyMaxActiveBlocksPerMultiprocessor", byref(blocks), function, threads, 0)
+        cu.call("cuOccupancyMaxActiveBlocksPerMultiprocessor", byref(blocks), function, threads, dynamic_shared)
         return Occupancy(threads, blocks.value, blocks.value * threads / self.info.max_threads_per_sm,
-                         attr(_FUNC_NUM_REGS), attr(_FUNC_SHARED_SIZE_BYTES), attr(_FUNC_LOCAL_SIZE_BYTES))
+                         attr(_FUNC_NUM_REGS), attr(_FUNC_SHARED_SIZE_BYTES) + dynamic_shared,
+                         attr(_FUNC_LOCAL_SIZE_BYTES))
 
     # --- work on the stream (lock held by the caller where state is shared)
     def copy_in(self, device_ptr: int, host_ptr: int, nbytes: int) -> None:

@@ -33,6 +33,7 @@ from .device import Device
 __all__ = ["KernelCache", "LoadedKernel"]
 
 _MAX_THREADS_PER_BLOCK = 0  # CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+_MAX_DYNAMIC_SHARED = 8  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 
 
 @dataclass(frozen=True)
@@ -172,12 +173,17 @@ class KernelCache:
         mod = cu.load_cubin(cubin)
         fn = c_void_p()
         cu.call("cuModuleGetFunction", byref(fn), mod, module.entry.encode())
+        dynamic = module.abi.dynamic_shared_bytes  # workgroup_memory(large): opt in (more than 48 KiB)
+        if dynamic:
+            cu.call("cuFuncSetAttribute", fn, _MAX_DYNAMIC_SHARED, dynamic)
         limit = c_int()
         cu.call("cuFuncGetAttribute", byref(limit), _MAX_THREADS_PER_BLOCK, fn)
         vector = None
         if module.vector_entry is not None:
             vector = c_void_p()
             cu.call("cuModuleGetFunction", byref(vector), mod, module.vector_entry.encode())
+            if dynamic:
+                cu.call("cuFuncSetAttribute", vector, _MAX_DYNAMIC_SHARED, dynamic)
             cu.call("cuFuncGetAttribute", byref(limit2 := c_int()), _MAX_THREADS_PER_BLOCK, vector)
             limit = c_int(min(limit.value, limit2.value))
         self.device.counters["load_us"] += int((time.perf_counter() - t0) * 1e6)

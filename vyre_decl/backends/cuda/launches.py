@@ -74,7 +74,7 @@ class BoundLaunch:
         values: list[c_uint64 | c_uint32] = [c_uint64(by_name[d.name].ptr) for d in pipeline.abi_buffers]
         values += [c_uint32(counts[d.name]) for d in pipeline.abi_buffers]
         self.values = values
-        self.launcher = cu.Launcher(function, values, program.workgroup_size)
+        self.launcher = cu.Launcher(function, values, program.workgroup_size, pipeline.ptx.abi.dynamic_shared_bytes)
         self.launcher.set_grid(g)
         self.launcher.set_stream(dev.stream)
         self.empty = 0 in g

@@ -82,12 +82,13 @@ class CudaPipeline:
         self._order = sorted(range(len(self.abi_buffers)), key=lambda i: (self._category[i], i))
         self._ptr_values = [c_uint64(0) for _ in abi_names]
         self._len_values = [c_uint32(0) for _ in abi_names]
-        self.launcher = cu.Launcher(function, self._ptr_values + self._len_values, program.workgroup_size)
+        dynamic = module.abi.dynamic_shared_bytes  # workgroup_memory(large): the bytes of every launch
+        self.launcher = cu.Launcher(function, self._ptr_values + self._len_values, program.workgroup_size, dynamic)
         self.launcher.set_stream(device.stream)
         self.vector_launcher: cu.Launcher | None = None
         if vector_function is not None:  # the same argument slots, the other entry
             self.vector_launcher = cu.Launcher(vector_function, self._ptr_values + self._len_values,
-                                               program.workgroup_size)
+                                               program.workgroup_size, dynamic)
             self.vector_launcher.set_stream(device.stream)
         self._inputs = program.inputs
         self._input_dtypes = [d.dtype.storage_dtype for d in self._inputs]
@@ -287,13 +288,14 @@ class CudaPipeline:
         """How this kernel fills a multiprocessor at its workgroup size (registers, workgroup
         memory and resident workgroups per multiprocessor)."""
         wg = self.program.workgroup_size
-        return self.device.occupancy(self.function, wg[0] * wg[1] * wg[2])
+        return self.device.occupancy(self.function, wg[0] * wg[1] * wg[2], self.ptx.abi.dynamic_shared_bytes)
 
     def suggested_workgroup(self) -> int:
         """The invocations per workgroup (a power of two from 64 to 1024) that keep the most
         threads resident per multiprocessor for this kernel's resource use (ties: the smaller);
         compile with ``DispatchConfig(workgroup=(n, 1, 1))`` to use it."""
-        best = max((self.device.occupancy(self.function, n) for n in (64, 128, 256, 512, 1024)),
+        dynamic = self.ptx.abi.dynamic_shared_bytes
+        best = max((self.device.occupancy(self.function, n, dynamic) for n in (64, 128, 256, 512, 1024)),
                    key=lambda o: (o.workgroups_per_sm * o.threads, -o.threads))
         return best.threads
 
