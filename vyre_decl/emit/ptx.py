@@ -61,6 +61,7 @@ from ..ir.text import print_expr
 from ..ir.types import DataType
 from ..registry import OpDef
 from ..registry.templates import NEEDS_SM, immediate
+from .byteview import view_load
 from .ordered import _OrderedMemory, atom_qualifiers, qualifiers
 from .private import private_slot
 from .prologue import _Prologue
@@ -98,8 +99,8 @@ class _Emitter(_Prologue, _OrderedMemory, _VectorCopy):
             if decl.access.is_scratch:  # a fixed count
                 return self.expr(Lit(DataType.U32, decl.count))
             return self.length[e.buffer], DataType.U32, False
-        if isinstance(e, Load):
-            return self.load(e)
+        if isinstance(e, Load):  # a byte view x.u32[i]: byteview.py
+            return self.load(e) if e.view is None else view_load(self, e)
         if isinstance(e, Select):
             return self.select(e)
         if isinstance(e, Op):

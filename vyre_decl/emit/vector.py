@@ -105,6 +105,8 @@ def map_shape(program: Program, registry: Registry | None = None) -> MapShape | 
         return None
     written = {n.buffer for n in stores}
     loads = [e for e in exprs if isinstance(e, Load)]
+    if any(e.view is not None for e in loads):
+        return None  # a byte view's elements are not the buffer's: not a map of its elements
     if any(not at_index(e.index) and e.buffer in written for e in loads):
         return None  # another invocation's element of a buffer being written: not a map
     loaded = tuple(dict.fromkeys(e.buffer for e in loads if at_index(e.index)))

@@ -193,6 +193,12 @@ class Buf:
     def __getitem__(self, index: Any) -> Val:
         return Val(Load(self.decl.name, lift(index, DataType.U32).expr), self.decl.dtype.value_type)
 
+    def view(self, dtype: DataType | str, index: Any) -> Val:
+        """Element ``index`` of this buffer's bytes read as ``dtype`` (u8, u16, u32 or u64), little-endian:
+        the text's ``x.u32[i]`` (docs/semantics.md, "Byte views")."""
+        t = dtype if isinstance(dtype, DataType) else DataType(dtype)
+        return Val(Load(self.decl.name, lift(index, DataType.U32).expr, view=t), t.value_type)
+
     def __setitem__(self, index: Any, value: Any) -> None:
         v = lift(value, self.decl.dtype.value_type)
         self._builder._emit(Store(self.decl.name, lift(index, DataType.U32).expr, v.expr))

@@ -71,6 +71,8 @@ def expr_to_json(e: Expr) -> dict[str, Any]:
         return {"k": "var", "name": e.name}
     if isinstance(e, Load):
         load = {"k": "load", "buf": e.buffer, "index": expr_to_json(e.index)}
+        if e.view is not None:  # a byte view (only when set: other loads' hashes unchanged)
+            load["view"] = e.view.value
         return load if e.order is None and e.scope is _DEVICE else _ordered(load, e.order, e.scope)
     if isinstance(e, BufLen):
         return {"k": "len", "buf": e.buffer}
@@ -210,7 +212,8 @@ def expr_from_json(d: dict[str, Any]) -> Expr:
     if k == "var":
         return Var(d["name"])
     if k == "load":
-        return Load(d["buf"], expr_from_json(d["index"]), _order(d), _scope(d))
+        return Load(d["buf"], expr_from_json(d["index"]), _order(d), _scope(d),
+                    DataType(d["view"]) if "view" in d else None)
     if k == "len":
         return BufLen(d["buf"])
     if k == "id":

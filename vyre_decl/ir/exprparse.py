@@ -23,6 +23,7 @@ from . import sugar
 from .diagnostics import message_and_fix
 from .lexer import KEYWORDS, SUFFIX_PATTERN, Token, TokenCursor
 from .nodes import AXES, Atomic, BufLen, Expr, Id, IdKind, Lit, Load, Op, Select, Var, Wait
+from .byteview import view_type
 from .ordering import parse_qualifiers
 from .scalars import ELEMENTS, ScalarError, element_bits, parse_value
 from .types import DataType
@@ -158,7 +159,8 @@ class ExprParser(TokenCursor):
             return "." in text
         head, _, axis = text.partition(".")
         constant = self.type_vars is not None and head in self.type_names and axis in ELEMENTS
-        return not constant and not (head in _ID_KINDS and axis in AXES)
+        view = view_type(axis) is not None and self.peek(skip_nl=False)[1] == "["  # x.u32[i]: a byte view
+        return not constant and not view and not (head in _ID_KINDS and axis in AXES)
 
     def call_follows(self) -> bool:
         """Whether an op call's ``(`` or ``<name=`` comes next (so ``gid.x(...)`` is an op)."""
@@ -177,6 +179,11 @@ class ExprParser(TokenCursor):
             self.expect(")")
             return self.made(BufLen(name), 1, tok)
         head, _, axis = text.partition(".")
+        if view_type(axis) is not None and head not in self.type_names and self.peek(skip_nl=False)[1] == "[":
+            self.i += 1  # x.u32[i]: a byte view (ir/byteview.py)
+            index = self.expr(grouped=True)
+            self.expect("]")
+            return self.made(Load(head, index, view=view_type(axis)), self.height + 1, tok)
         if axis:  # is_call said: an id, or in compose a constant such as T.max or f32.inf
             if head in _ID_KINDS and axis in AXES:
                 return self.made(Id(_ID_KINDS[head], AXES.index(axis)), 1, tok)

@@ -23,6 +23,7 @@ from .nodes import (
     Var,
     Wait,
 )
+from .byteview import view_problem
 from .ordering import Problem, access_problem, wait_problem
 from .signature import OpTable, SignatureError
 from .types import DataType
@@ -92,6 +93,9 @@ def infer_type(
     if isinstance(e, Load):
         decl = _buffer(e.buffer, buffers, path)
         index_u32(e.index)
+        if e.view is not None:  # x.u32[i] (ir/byteview.py)
+            _fault(view_problem(decl, e), path)
+            return e.view.value_type
         if e.order is not None or e.scope is not _DEVICE:  # an atomic load
             _fault(access_problem("load", decl, e.order, e.scope), path)
         return decl.dtype.value_type

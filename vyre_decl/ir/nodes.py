@@ -163,6 +163,9 @@ class Load(Expr):
     index: Expr
     order: MemoryOrder | None = None
     scope: MemoryScope = MemoryScope.DEVICE
+    # ``x.u32[i]``: element i of the buffer's bytes read as this unsigned type, little-endian
+    # (ir/byteview.py; docs/semantics.md, "Byte views"); None: the buffer's own elements
+    view: DataType | None = None
 
 
 @record

@@ -143,7 +143,8 @@ def _expr(e: Expr) -> tuple[str, int]:
         return e.name, prim
     if isinstance(e, Load):
         atomic = "" if e.order is None else qualifier_text(e.order, e.scope) + " "
-        return f"{atomic}{e.buffer}[{print_expr(e.index)}]", prim
+        view = "" if e.view is None else f".{e.view.value}"  # a byte view: x.u32[i]
+        return f"{atomic}{e.buffer}{view}[{print_expr(e.index)}]", prim
     if isinstance(e, BufLen):
         return f"len({e.buffer})", prim
     if isinstance(e, Id):

@@ -75,6 +75,7 @@ from .kernels import KERNELS, ufunc
 from .memory import to_storage, to_value
 from .ordered import store_in_order, wait_function
 from .vcopy import copy_function
+from .byteview import view_load_function
 
 __all__ = ["Compiler", "op_function", "collective_function"]
 
@@ -239,6 +240,8 @@ class Compiler:
     def load(self, e: Load) -> tuple[ExprFn, DataType]:
         decl = self.buffers[e.buffer]
         index, _ = self.expr(e.index)
+        if e.view is not None:  # x.u32[i]: the buffer's bytes (byteview.py)
+            return view_load_function(decl, e.view, index), e.view.value_type
         name, dtype = decl.name, decl.dtype
         zero = to_value(dtype, np.zeros(1, dtype.storage_dtype))[0]
         shared, private = decl.access.is_scratch, decl.access is Access.PRIVATE  # a row per workgroup / lane
