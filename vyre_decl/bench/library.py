@@ -14,6 +14,7 @@ from .. import libcuda as cu
 from .core import Row, skipped
 from .device import EventTimer, cupy_module, cupy_seconds, torch_module, torch_seconds
 from .kernels import map_program
+from .rows import row_kernel_rows, transpose_row
 
 __all__ = ["library_rows"]
 
@@ -71,6 +72,8 @@ def library_rows(be: Any, timer: EventTimer, reps: int, quick: bool) -> list[Row
         rows.append(skipped("sort.radix vs cupy.sort", "CuPy is not importable"))
     rows += _cooperative_rows(torch, cupy, plan_seconds, keys, copy_name, copy_gbs, reps, log2n)
     rows += _fuse_rows(be, timer, torch, x, copy_name, copy_gbs, reps, log2n)
+    rows.append(transpose_row(plan_seconds, x, cols, copy_name, copy_gbs))
+    rows += row_kernel_rows(torch, plan_seconds, x, cols, reps, log2n)
     if torch is not None:
         rows += _torch_rows(be, timer, torch, plan_seconds, x, cols, reps, log2n)
     else:
