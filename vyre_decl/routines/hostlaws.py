@@ -30,30 +30,41 @@ def _laws_free(ops: "_Ops") -> bool:
             and any(law.law == "identity" and law.element == ops.params["identity"] for law in holds))
 
 
-def blocks_any_order(combine: Fn, ident: Any, lift: Fn, src: np.ndarray, y: Any, groups: int, c: int,
-                      batch: int, a_dtype: np.dtype) -> np.ndarray:
+def blocks_any_order(ops: "_Ops", lift: Fn, src: np.ndarray, y: Any, groups: int, c: int,
+                     batch: int) -> np.ndarray:
     """reduce.blocks where the laws make any order give the same bits (free_any_order): each
-    chunk's lifted elements (the identity past the end) combined as a tree along the chunk, a
-    batch of chunks at a time."""
-    n = src.size
-    out = np.full(groups, ident, a_dtype)
+    chunk's lifted elements combined in one go, a batch of chunks at a time — by the combine's
+    ufunc's ``reduce`` along the chunk where it has one (ops.ufunc), else as a tree."""
+    n, a_dtype = src.size, np.dtype(ops.types["A"].numpy_dtype)
+    out = np.full(groups, ops.element("A", "identity"), a_dtype)
+    whole = min(groups, n // c) if c else 0  # the chunks of c elements; then one partial (or none)
     for g0 in range(0, groups if n else 0, batch):
         g1 = min(groups, g0 + batch)
         lo, hi = g0 * c, min(g1 * c, n)
         if lo >= hi:
             break  # (groups past the end take in nothing)
         v = np.asarray(lift((src[lo:hi], y[lo:hi] if isinstance(y, np.ndarray) else y)))
-        if v.size < (g1 - g0) * c:
-            v = np.concatenate([v, np.full((g1 - g0) * c - v.size, ident, v.dtype)])
-        v = v.reshape(g1 - g0, c)
-        while v.shape[1] > 1:
-            h = v.shape[1] // 2
-            head = np.asarray(combine((v[:, :h], v[:, h:2 * h])))
-            if v.shape[1] % 2:
-                head[:, 0] = np.asarray(combine((head[:, 0], v[:, 2 * h])))
-            v = head
-        out[g0:g1] = v[:, 0]
+        w1 = max(g0, min(g1, whole))
+        if w1 > g0:
+            out[g0:w1] = _along(ops, v[:(w1 - g0) * c].reshape(w1 - g0, c))
+        if w1 < g1 and (w1 - g0) * c < v.size:
+            out[w1] = _along(ops, v[(w1 - g0) * c:].reshape(1, -1))[0]
     return out
+
+
+def _along(ops: "_Ops", v: np.ndarray) -> np.ndarray:
+    """Each row of ``v`` (at least one column) combined into one value, in any order."""
+    uf = ops.ufunc()
+    if uf is not None and v.dtype == np.dtype(ops.types["A"].numpy_dtype):
+        return np.asarray(uf.reduce(v, axis=1, dtype=v.dtype))
+    combine = ops.combine()
+    while v.shape[1] > 1:
+        h = v.shape[1] // 2
+        head = np.asarray(combine((v[:, :h], v[:, h:2 * h])))
+        if v.shape[1] % 2:
+            head[:, 0] = np.asarray(combine((head[:, 0], v[:, 2 * h])))
+        v = head
+    return v[:, 0]
 
 
 def free_any_order(ops: "_Ops") -> bool:
