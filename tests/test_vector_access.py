@@ -294,7 +294,8 @@ def test_vector_units_in_workgroup_and_private_memory_are_predicated_accesses_wi
     """Every vector of a scratch buffer is whole (V047), so a side counting vectors there needs one
     bounds predicate; copies with a global side keep the element path (a partial last vector)."""
     text = emit(UNITS).text
-    assert re.search(r"@%p\d+ ld\.shared\.v4\.f32", text) and re.search(r"@%p\d+ st\.shared\.v4\.f32", text)
+    assert re.search(r"@%p\d+ ld\.shared\.v4\.f32", text)  # lid.x + 1 reaches the vector count, 8
+    assert re.search(r"\tst\.shared\.v4\.f32", text)  # lid.x < 8: a test proven true is left out (emit/ranges.py)
     assert len(re.findall(r"_copy_elements:", text)) == 4  # the four copies with a global side
     assert "setp.lt.u32" in text and "mul.lo.u32" in text
 
@@ -317,8 +318,9 @@ def test_the_matmul_kernel_keeps_its_tile_in_registers():
     p = parse_program(src["kernel"]["matmul"]["source"], type_vars={"T": DataType.F32})
     text = emit(p).text
     assert ".local" not in text and "ld.global.v4.f32" in text
-    # the fragments: 4 vector loads a step, 8 steps unrolled, each under a bounds predicate and no branch
-    assert len(re.findall(r"@%p\d+ ld\.shared\.v4\.f32", text)) == text.count("ld.shared.v4.f32") == 32
+    # the fragments: 4 vector loads a step, 8 steps unrolled, no branch, and no bounds predicate: each
+    # index is provably below the vector count (emit/ranges.py, from the range laws of %, *, + and /)
+    assert not re.findall(r"@%p\d+ (ld|st)\.shared", text) and text.count("ld.shared.v4.f32") == 32
     if find_ptxas() is not None:
         assert "0 bytes stack frame" in ptxas_verbose(text)
 

@@ -19,6 +19,7 @@ from ..ir.nodes import BufferDecl
 from ..ir.types import DataType
 from ..ir.unrolling import MAX_UNROLL_COPIES
 from .promote import _RegisterArrays
+from .ranges import at
 from .registers import _MEM_TYPE, _REG
 
 __all__ = ["private_slot", "private_bytes"]  # and the mixin of the emitter's private-array code
@@ -75,15 +76,15 @@ class _PrivateMemory(_RegisterArrays):
         if st in _WIDENED:
             out = self.reg(vt)
             self.emit(f"mov.{_REG[vt][0]} {out}, 0;")
-            self.emit(f"@{p} ld.local.{_MEM_TYPE[vt]} {out}, [{a}];")
+            self.emit(f"{at(p)}ld.local.{_MEM_TYPE[vt]} {out}, [{a}];")
             return out
         if st not in _SPLIT:
             return None
         lo, hi, out = self.reg(DataType.U32), self.reg(DataType.U32), self.reg(vt)
         self.emit(f"mov.u32 {lo}, 0;")
         self.emit(f"mov.u32 {hi}, 0;")
-        self.emit(f"@{p} ld.local.u32 {lo}, [{a}];")
-        self.emit(f"@{p} ld.local.u32 {hi}, [{a}+4];")
+        self.emit(f"{at(p)}ld.local.u32 {lo}, [{a}];")
+        self.emit(f"{at(p)}ld.local.u32 {hi}, [{a}+4];")
         self.emit(f"mov.b64 {out}, {{{lo}, {hi}}};")
         return out
 
@@ -95,12 +96,12 @@ class _PrivateMemory(_RegisterArrays):
             vt = st.value_type
             w = self.reg(vt)
             self.emit(f"cvt.{_MEM_TYPE[vt]}.{_MEM_TYPE[st]} {w}, {val};")
-            self.emit(f"@{p} st.local.{_MEM_TYPE[vt]} [{a}], {w};")
+            self.emit(f"{at(p)}st.local.{_MEM_TYPE[vt]} [{a}], {w};")
             return True
         if st not in _SPLIT:
             return False
         lo, hi = self.reg(DataType.U32), self.reg(DataType.U32)
         self.emit(f"mov.b64 {{{lo}, {hi}}}, {val};")
-        self.emit(f"@{p} st.local.u32 [{a}], {lo};")
-        self.emit(f"@{p} st.local.u32 [{a}+4], {hi};")
+        self.emit(f"{at(p)}st.local.u32 [{a}], {lo};")
+        self.emit(f"{at(p)}st.local.u32 [{a}+4], {hi};")
         return True

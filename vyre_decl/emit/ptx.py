@@ -65,6 +65,7 @@ from .byteview import view_load
 from .ordered import _OrderedMemory, atom_qualifiers, qualifiers
 from .private import private_slot
 from .prologue import _Prologue
+from .ranges import _ProvenBounds, at
 from .registers import _B16, _BITS, _MEM_TYPE, _REG
 from .vcopy import _VectorCopy
 
@@ -73,7 +74,7 @@ __all__: list[str] = []  # the emitter class, used by emit/module.py and emit/ve
 _BF16_CVT_SM: Final = dict(NEEDS_SM)[".bf16"]  # the first target with cvt.rn.bf16.f32
 
 
-class _Emitter(_Prologue, _OrderedMemory, _VectorCopy):
+class _Emitter(_Prologue, _OrderedMemory, _VectorCopy, _ProvenBounds):
     """A program's body as PTX lines: expressions into registers, statements into control flow."""
 
     break_label: str | None = None  # the end of the innermost loop being emitted: where ``break`` goes
@@ -111,12 +112,14 @@ class _Emitter(_Prologue, _OrderedMemory, _VectorCopy):
             return self.wait(e)
         raise TypeError(f"cannot emit {e!r}")
 
-    def address(self, decl: BufferDecl, index: str) -> tuple[str, str, str]:
-        """(predicate 'index in bounds', address register, state space)."""
-        p = self.reg(DataType.BOOL)
+    def address(self, decl: BufferDecl, index: str, proven: bool = False) -> tuple[str, str, str]:
+        """(predicate 'index in bounds', address register, state space); the predicate is "" where
+        ``proven`` says the index is below a workgroup or private array's count (ranges.py)."""
+        p = "" if proven and decl.access.is_scratch else self.reg(DataType.BOOL)
         size = private_slot(decl).size if decl.access is Access.PRIVATE else decl.dtype.size
         if decl.access.is_scratch:
-            self.emit(f"setp.lt.u32 {p}, {index}, {decl.count};")
+            if p:
+                self.emit(f"setp.lt.u32 {p}, {index}, {decl.count};")
             a = self.reg(DataType.U32)
             self.emit(f"mad.lo.u32 {a}, {index}, {size}, {self.base[decl.name]};")
             return p, a, ".shared" if decl.access is Access.WORKGROUP else ".local"
@@ -131,7 +134,7 @@ class _Emitter(_Prologue, _OrderedMemory, _VectorCopy):
             return self.promoted_load(e)
         decl = self.buffers[e.buffer]
         idx, _, _ = self.expr(e.index)
-        p, a, space = self.address(decl, idx)
+        p, a, space = self.address(decl, idx, e.order is None and self.proven(decl, e.index))
         st, vt = decl.dtype, decl.dtype.value_type
         if e.order is not None:  # an atomic load of a 32- or 64-bit word: ld.acquire.gpu.global.u32 ...
             space = qualifiers(e.order, e.scope) + space
@@ -142,13 +145,13 @@ class _Emitter(_Prologue, _OrderedMemory, _VectorCopy):
         if st is DataType.BOOL:
             raw, out = self.reg(DataType.U32), self.reg(DataType.BOOL)
             self.emit(f"mov.u32 {raw}, 0;")
-            self.emit(f"@{p} ld{space}.u32 {raw}, [{a}];")
+            self.emit(f"{at(p)}ld{space}.u32 {raw}, [{a}];")
             self.emit(f"setp.ne.u32 {out}, {raw}, 0;")
             return out, vt, True
         if st in (DataType.F16, DataType.BF16):
             h, out = self.reg(_B16), self.reg(DataType.F32)
             self.emit(f"mov.b16 {h}, 0;")
-            self.emit(f"@{p} ld{space}.b16 {h}, [{a}];")
+            self.emit(f"{at(p)}ld{space}.b16 {h}, [{a}];")
             if st is DataType.F16:
                 self.emit(f"cvt.f32.f16 {out}, {h};")
             else:  # bf16 is the top half of an f32
@@ -158,8 +161,9 @@ class _Emitter(_Prologue, _OrderedMemory, _VectorCopy):
                 self.emit(f"mov.b32 {out}, {w};")
             return out, vt, True
         out = self.reg(vt)
-        self.emit(f"mov.{_REG[vt][0]} {out}, {immediate(vt, 0)};")
-        self.emit(f"@{p} ld{space}.{_MEM_TYPE[st]} {out}, [{a}];")
+        if p:  # a load not made gives 0
+            self.emit(f"mov.{_REG[vt][0]} {out}, {immediate(vt, 0)};")
+        self.emit(f"{at(p)}ld{space}.{_MEM_TYPE[st]} {out}, [{a}];")
         return out, vt, True
 
     def select(self, e: Select) -> tuple[str, DataType, bool]:
@@ -409,7 +413,7 @@ class _Emitter(_Prologue, _OrderedMemory, _VectorCopy):
         decl = self.buffers[n.buffer]
         idx, _, _ = self.expr(n.index)
         val, _, _ = self.expr(n.value)
-        p, a, space = self.address(decl, idx)
+        p, a, space = self.address(decl, idx, n.order is None and self.proven(decl, n.index))
         st = decl.dtype
         if n.order is not None:  # an atomic store of a 32- or 64-bit word: st.release.gpu.global.u32 ...
             space = qualifiers(n.order, n.scope) + space
@@ -418,7 +422,7 @@ class _Emitter(_Prologue, _OrderedMemory, _VectorCopy):
         if st is DataType.BOOL:
             w = self.reg(DataType.U32)
             self.emit(f"selp.u32 {w}, 1, 0, {val};")
-            self.emit(f"@{p} st{space}.u32 [{a}], {w};")
+            self.emit(f"{at(p)}st{space}.u32 [{a}], {w};")
         elif st is DataType.BF16 and self.target.sm < _BF16_CVT_SM:
             # no cvt to bf16 before sm_80: round the f32 bits to nearest even by hand, the same
             # bits cvt.rn.bf16.f32 gives (a NaN becomes the canonical 0x7FFF)
@@ -432,10 +436,10 @@ class _Emitter(_Prologue, _OrderedMemory, _VectorCopy):
             self.emit(f"setp.nan.f32 {nan}, {val}, {val};")
             self.emit(f"selp.b32 {r}, 32767, {r}, {nan};")
             self.emit(f"cvt.u16.u32 {h}, {r};")
-            self.emit(f"@{p} st{space}.b16 [{a}], {h};")
+            self.emit(f"{at(p)}st{space}.b16 [{a}], {h};")
         elif st in (DataType.F16, DataType.BF16):
             h = self.reg(_B16)
             self.emit(f"cvt.rn.{st.value}.f32 {h}, {val};")
-            self.emit(f"@{p} st{space}.b16 [{a}], {h};")
+            self.emit(f"{at(p)}st{space}.b16 [{a}], {h};")
         else:
-            self.emit(f"@{p} st{space}.{_MEM_TYPE[st]} [{a}], {val};")
+            self.emit(f"{at(p)}st{space}.{_MEM_TYPE[st]} [{a}], {val};")

@@ -42,6 +42,7 @@ class _VectorCopy(_RegisterArrays):
     if TYPE_CHECKING:  # the emitter's own (ptx.py)
         def expr(self, e: Expr) -> tuple[str, DataType, bool]: ...
         def load(self, e: Load) -> tuple[str, DataType, bool]: ...
+        def proven(self, decl: BufferDecl, index: Expr, count: int | None = None) -> bool: ...
         def store(self, n: Store) -> None: ...
 
     def _side(self, buffer: str, index: Expr, width: int, units: bool) -> _Side:
@@ -59,7 +60,9 @@ class _VectorCopy(_RegisterArrays):
         whole = all(regs is None or None not in regs for _, _, regs, _ in (dst, src))
         checks = [(decl, index, units) for decl, index, regs, units in (dst, src) if regs is None]
         if whole and all(units and decl.access.is_scratch for decl, _, units in checks):
-            self._predicated(dst, src, n.width, step)  # every vector is whole (V047): no branch
+            proven = tuple(self.proven(side[0], index, side[0].count // n.width)
+                           for side, index in ((dst, n.dst_index), (src, n.src_index)))
+            self._predicated(dst, src, n.width, step, proven)  # every vector is whole (V047): no branch
             return
         ok = self.reg(DataType.BOOL) if whole and checks else ""
         for i, (decl, index, units) in enumerate(checks):
@@ -78,13 +81,14 @@ class _VectorCopy(_RegisterArrays):
         self._elements(n, self._element_side(dst, n.width), self._element_side(src, n.width))
         self.place(done)
 
-    def _predicated(self, dst: _Side, src: _Side, width: int, step: int) -> None:
+    def _predicated(self, dst: _Side, src: _Side, width: int, step: int, proven: tuple[bool, ...]) -> None:
         """Sides in workgroup or private memory counting whole vectors, the others register arrays:
         each memory side's vector is wholly in bounds or wholly out, so its access is one predicated
-        vector access (an access out of bounds loads zeros and stores nothing)."""
+        vector access (an access out of bounds loads zeros and stores nothing); ``proven``: for each
+        side, whether its index is provably below the vector count (ranges.py), so no test is made."""
         preds = []
-        for decl, index, regs, _ in (dst, src):
-            if regs is None:
+        for (decl, index, regs, _), known in zip((dst, src), proven):
+            if regs is None and not known:
                 p = self.reg(DataType.BOOL)
                 self.emit(f"setp.lt.u32 {p}, {index}, {decl.count // width};")
                 preds.append(p)
