@@ -33,9 +33,6 @@ DEVICE_ROUTINES: dict[str, tuple[str, str, tuple[str, ...]]] = {
 }
 
 
-_ROW_FOLDS = {"sum": "sum", "prod": "prod", "min": "min", "max": "max", "nanmin": "nanmin", "nanmax": "nanmax"}
-
-
 def _ndim(x: Any) -> int:
     """The number of axes of a device array (a resident buffer: 1)."""
     from ..backends.cuda.memory import DeviceBuffer
@@ -90,10 +87,13 @@ def view(where: str, x: Any, be: Any) -> Any:
 def device_call(where: str, x: Any, backend: Any, axis: Any = None, **unsupported: Any) -> Any:
     """``lib.<where>`` of a device array over every element, as resident buffers: the routine's
     output buffer (one element for a reduction, len(x) for a scan; the caller frees it)."""
+    from ._devaxes import ROW_FOLDS, ROW_SCANS, axis_fold, axis_scan
     given = [k for k, v in unsupported.items() if v not in (None, False)]
     nd = _ndim(x)
-    if where in _ROW_FOLDS and not given and axis is not None and nd > 1:
-        return _axis_fold(where, x, backend, axis)
+    if where in ROW_FOLDS and not given and axis is not None and nd > 1:
+        return axis_fold(where, x, backend, axis)
+    if where in ROW_SCANS and not given and axis is not None and nd > 1:
+        return axis_scan(where, x, backend, axis)
     if where not in DEVICE_ROUTINES or given or axis not in (None, 0, -1, (0,), (-1,)) or (axis is not None and nd > 1):
         what = f"{', '.join(given)}=" if given else f"axis={axis!r}" if where in DEVICE_ROUTINES else "this function"
         raise fail("L022", where, f"lib.{where} of a device array takes no {what} (device arrays: the whole-array "
@@ -112,30 +112,3 @@ def device_call(where: str, x: Any, backend: Any, axis: Any = None, **unsupporte
         raise fail("L005", where, f"{where} of an empty device array has no value", "pass at least one element")
     rid = float_rid if name.startswith("float") else int_rid
     return routine(rid).resident(buf, backend=be)
-
-
-def _axis_fold(where: str, x: Any, backend: Any, axis: Any) -> Any:
-    """``lib.<where>`` of a C-contiguous N-D device array over its last axes (the generated rows
-    program of lib/_rows.py: each output folds its elements in index order, as on the host)."""
-    from ._axes import norm_axes
-    from ._fusedev import device_leaf, prepare
-    from ._kernel import _parsed, storage_type
-    from ._rows import fold_text
-    _, _, takes = DEVICE_ROUTINES[where]
-    value, dtype, shape = device_leaf(where, x, backend)
-    axes = norm_axes(where, axis, len(shape))
-    if len(axes) == len(shape):  # every axis: the whole-array routine, as on the host
-        return device_call(where, value, backend)
-    if axes != tuple(range(len(shape) - len(axes), len(shape))) or dtype.name not in takes:
-        raise fail("L022" if dtype.name in takes else "L021", where,
-                   f"lib.{where} of a device array of {dtype} and shape {shape} over axis={axis!r} (on the device: "
-                   f"the last axes, of {', '.join(takes)})", "reduce over the last axes (move the axes on the device "
-                   "first), or download the array and call lib on the host copy")
-    cols = int(np.prod([shape[a] for a in axes], dtype=np.int64))
-    rows = int(np.prod(shape, dtype=np.int64)) // cols if cols else int(np.prod(shape[:len(shape) - len(axes)]))
-    if cols == 0 and where in ("min", "max", "nanmin", "nanmax"):
-        raise fail("L005", where, f"{where} over empty axes has no value", "pass at least one element along them")
-    plan = prepare(where, _parsed(fold_text(_ROW_FOLDS[where], dtype, rows, cols)) if rows else None, [value],
-                   [storage_type(dtype)], rows, backend)
-    plan.replay()
-    return plan.release_outputs()[0]

@@ -12,7 +12,7 @@ import numpy as np
 from ._core import fail
 from ._kernel import WORKGROUP, literal, run_text, storage_type, value_type
 
-__all__ = ["FOLDS", "fold_rows", "fold_text", "arg_rows", "moments_rows", "scan_rows"]
+__all__ = ["FOLDS", "fold_rows", "fold_text", "arg_rows", "moments_rows", "moments_text", "scan_rows", "scan_text"]
 
 _M = "primitive.math."
 
@@ -95,9 +95,14 @@ def arg_rows(where: str, x: np.ndarray, rows: int, cols: int, largest: bool, nan
 def moments_rows(where: str, x: np.ndarray, rows: int, cols: int, kind: str, ddof: int, backend: Any) -> np.ndarray:
     """Per row of a float ``x``: the mean (sum in index order / cols), or the variance (the mean m,
     then the sum of (v - m)^2 in index order / max(cols - ddof, 0)), or its square root."""
-    t = value_type(x.dtype)
-    zero = literal(x.dtype.type(0), x.dtype)
-    lines = _head(kind, x.dtype, t, rows) + [
+    return run_text(where, moments_text(kind, x.dtype, rows, cols, ddof), [x], backend)[0]
+
+
+def moments_text(kind: str, dtype: np.dtype, rows: int, cols: int, ddof: int) -> str:
+    """The program of ``moments_rows`` (also run over resident buffers: lib/_devaxes.py)."""
+    t = value_type(dtype)
+    zero = literal(dtype.type(0), dtype)
+    lines = _head(kind, dtype, t, rows) + [
         "  let r = gid.x", f"  if r < {rows}u32 {{", f"    let s = {zero}",
         f"    loop c in 0u32 .. {cols}u32 {{ s = s + x[r * {cols}u32 + c] }}",
         f"    let m = s / ({cols}u32 as {t})"]
@@ -110,15 +115,20 @@ def moments_rows(where: str, x: np.ndarray, rows: int, cols: int, kind: str, ddo
                   f"    let var = q / ({dof}u32 as {t})",
                   "    out[r] = " + (f"{_M}sqrt(var)" if kind == "std" else "var")]
     lines.append("  }")
-    return _run(where, lines, x, backend)
+    return "\n".join(lines + ["}", ""])
 
 
 def scan_rows(where: str, name: str, x: np.ndarray, rows: int, cols: int, backend: Any) -> np.ndarray:
     """out[r, c] = the fold of x[r, 0 .. c] in index order (inclusive)."""
-    form, ident = _combine(name, x.dtype)
-    step = form.format(a="acc", v="v", zero=literal(x.dtype.type(0), x.dtype))
-    lines = _head("scan_" + name, x.dtype, storage_type(x.dtype), rows * cols) + [
-        "  let r = gid.x", f"  if r < {rows}u32 {{", f"    let acc = {literal(ident, x.dtype)}",
+    return run_text(where, scan_text(name, x.dtype, rows, cols), [x], backend)[0]
+
+
+def scan_text(name: str, dtype: np.dtype, rows: int, cols: int) -> str:
+    """The program of ``scan_rows`` (also run over resident buffers: lib/_devaxes.py)."""
+    form, ident = _combine(name, dtype)
+    step = form.format(a="acc", v="v", zero=literal(dtype.type(0), dtype))
+    lines = _head("scan_" + name, dtype, storage_type(dtype), rows * cols) + [
+        "  let r = gid.x", f"  if r < {rows}u32 {{", f"    let acc = {literal(ident, dtype)}",
         f"    loop c in 0u32 .. {cols}u32 {{", f"      let v = x[r * {cols}u32 + c]", f"      acc = {step}",
         f"      out[r * {cols}u32 + c] = acc", "    }", "  }"]
-    return _run(where, lines, x, backend)
+    return "\n".join(lines + ["}", ""])

@@ -128,12 +128,12 @@ def nanmax(x: Any, axis: Any = None, out: Any = None, keepdims: bool = False, *,
 
 
 def _moments(where: str, x: Any, axis: Any, dtype: Any, out: Any, keepdims: bool, ddof: Any, backend: Any) -> Any:
-    if is_device(x) and where in ("mean", "var"):  # var: ddof 0 only (reduce.var); std and ddof != 0: L022
-        return device_call(where, x, backend, axis, dtype=dtype, out=out, keepdims=keepdims,
-                           ddof=None if isinstance(ddof, (int, np.integer)) and ddof == 0 else ddof)
-    arr, axes = _split(where, x, axis)
     if isinstance(ddof, (bool, np.bool_)) or not isinstance(ddof, (int, np.integer)) or ddof < 0:
         raise fail("L012", where, f"ddof={ddof!r} is not a non-negative int", "pass ddof=0 (population) or ddof=1 (sample)")
+    if is_device(x):
+        from ._devaxes import axis_moments
+        return axis_moments(where, x, backend, axis, int(ddof), dtype=dtype, out=out, keepdims=keepdims)
+    arr, axes = _split(where, x, axis)
     acc = _acc(where, arr, dtype, floats_only=True)
     shape = reduced_shape(arr.shape, axes, keepdims)
     rows2, _, rows, cols = as_rows(acc, axes)
