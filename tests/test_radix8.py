@@ -51,8 +51,9 @@ def test_radix_pairs_is_numpys_stable_sort_bit_for_bit(dtype, n):
 
 @pytest.mark.parametrize("rid", ["sort.radix", "sort.radix_pairs", "sort.topk"])
 @pytest.mark.parametrize("key,passes", [("u32", 4), ("u64", 8)])
-def test_one_scatter_per_8_bit_digit(rid, key, passes, registry):
-    """bits(K) / 8 passes: one count, one scan and one scatter each, the first reading the input."""
+def test_one_histogram_then_one_sweep_per_8_bit_digit(rid, key, passes, registry):
+    """Onesweep's structure: one histogram launch for all digits, then bits(K) / 8 sweeps of
+    ceil(n / 2048) tiles each (no count or scan launch per pass), the first reading the input."""
     from vyre_decl.routines import CompiledRoutine, routines
 
     d = routines()[rid]
@@ -60,10 +61,11 @@ def test_one_scatter_per_8_bit_digit(rid, key, passes, registry):
     compiled = CompiledRoutine(d, binding, registry)
     lengths = {"keys": 9000} | ({"vals": 9000} if rid == "sort.radix_pairs" else {})
     sizes, env = compiled.scope(lengths, {"k": 3} if rid == "sort.topk" else {})
-    kernels = [step.kernel for step, _, grid in compiled.steps(sizes, env) if grid]
-    for name in ("count", "scan", "scatter"):
-        assert kernels.count(name) == passes, kernels
-    first = next(step for step, _, _ in compiled.steps(sizes, env) if step.kernel == "scatter")
+    launched = [(step.kernel, grid) for step, _, grid in compiled.steps(sizes, env) if grid]
+    kernels = [k for k, _ in launched]
+    assert kernels[:1 + passes] == ["hist"] + ["sweep"] * passes, kernels
+    assert all(grid in (5, (5, 1, 1)) for k, grid in launched if k == "sweep"), launched
+    first = next(step for step, _, _ in compiled.steps(sizes, env) if step.kernel == "sweep")
     assert first.args[0] == "keys"
 
 
@@ -144,44 +146,72 @@ def test_cuda_gives_the_reference_bits(rid, inputs, attrs):
     assert _same(routine(rid)(*inputs, backend="cuda", **attrs), ref)  # the graph's replay
 
 
-def _scan_program():
-    from vyre_decl.routines import routine as _routine
-
-    compiled = _routine("sort.radix").compiled([np.dtype(np.uint32)])
-    (step,) = {s for s in compiled.programs if s.kernel == "scan"}
-    return compiled.programs[step]
+def _sweep_program(rid: str = "sort.radix", dtypes: tuple[str, ...] = ("uint32",)):
+    compiled = routine(rid).compiled([np.dtype(d) for d in dtypes])
+    return next(p for s, p in compiled.programs.items() if s.kernel == "sweep")
 
 
-def _scan_case(groups: int):
-    """Digit counts of ``groups`` chunks (counts[d * G + g]); the grid of the routine's scan step
-    (max(1, 4096 // G) whole digits a workgroup) and the exclusive positions and digit totals."""
-    counts = np.random.default_rng(groups).integers(0, 5000, 256 * groups).astype(np.uint32)
-    c2 = counts.reshape(256, groups).astype(np.uint64)
-    want = ((np.cumsum(c2, axis=1) - c2).astype(np.uint32).ravel(), c2.sum(axis=1).astype(np.uint32))
-    inputs = [counts, np.zeros(256 * groups, np.uint32), np.zeros(256, np.uint32)]
-    return inputs, -(-256 // max(1, 4096 // groups)), want
+# what the look-back finds in look[] for the two tiles before the swept one (tile 2 of 3): nothing
+# (their workgroups never ran: each digit's count comes from the tiles' keys), words of the pass
+# before (stale tags), aggregates, and an inclusive prefix in tile 1 (tile 0 never read)
+LOOKS = ["none", "stale", "aggregates", "inclusive"]
 
 
-@pytest.mark.parametrize("groups", [1, 3, 17, 100, 1000, 4095, 4096])
-def test_scan_step_gives_each_chunk_its_digit_offsets(groups):
-    """The scan of the digit counts at every chunk count (digits cut between workgroups when G does
-    not divide 4096, a digit a workgroup at 4096 chunks): exclusive per digit, and its total."""
+def _sweep_case(look: str):
+    """Tile 2 of a 3-tile pass 1 (ticket 3 + 2), swept alone: the keys, the dispatch inputs and
+    what a stable sort by digit 1 gives for the tile's keys (their places and the published
+    inclusive counts)."""
+    rng = np.random.default_rng(LOOKS.index(look))
+    n, pas = 5000, 1
+    keys = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    keys[::3] = keys[::3] % 7 << 8  # long runs of equal digits
+    digit = (keys >> np.uint32(8 * pas)) & np.uint32(255)
+    per_tile = np.stack([np.bincount(digit[2048 * j:2048 * j + 2048], minlength=256) for j in range(3)]).astype(np.uint64)
+    gh = np.zeros(4 * 256, np.uint32)
+    gh[256 * pas:256 * pas + 256] = per_tile.sum(axis=0)
+    words = np.zeros(3 * 256, np.uint64)
+    tag = {"stale": 2 * pas, "aggregates": 2 * pas + 1, "inclusive": 2 * pas + 2}.get(look)
+    if tag is not None:
+        words[:512] = (np.uint64(tag) << np.uint64(32)) | (per_tile[:2].ravel() if tag != 2 * pas + 2 else 0)
+    if look == "inclusive":
+        words[:256] = np.uint64(7) << np.uint64(32)  # garbage that must not be read
+        words[256:512] = (np.uint64(2 * pas + 2) << np.uint64(32)) | per_tile[:2].sum(axis=0)
+    order = np.argsort(digit, kind="stable")
+    place = np.empty(n, np.int64)
+    place[order] = np.arange(n)
+    inputs = [keys, np.zeros(0, np.uint32), np.array([3 + 2], np.uint32), gh, words,
+              np.zeros(n, np.uint32), np.zeros(0, np.uint32)]
+    incl = (np.uint64(2 * pas + 2) << np.uint64(32)) | per_tile.sum(axis=0)
+    return keys, inputs, place[4096:], incl
+
+
+def _check_sweep(got, keys, place, incl) -> None:
+    assert np.array_equal(got[-2][place], keys[4096:])  # the tile's keys, at their stable places
+    assert np.array_equal(got[-3][512:], incl)  # its inclusive counts, published (outputs: state, look, dst, dst_v)
+
+
+@pytest.mark.parametrize("look", LOOKS)
+def test_sweep_takes_each_digits_offset_from_what_the_look_back_finds(look):
+    """The look-back's outcomes on the reference: a predecessor that never published (or holds an
+    earlier pass's word) is counted from its keys, an aggregate is added, an inclusive prefix ends
+    the walk; each gives the same places."""
     import vyre_decl
     from vyre_decl.backends.config import DispatchConfig
 
-    inputs, grid, (pos, tot) = _scan_case(groups)
-    got = vyre_decl.acquire("reference").dispatch(_scan_program(), inputs, DispatchConfig(grid=(grid, 1, 1)))
-    assert np.array_equal(got[-2], pos) and np.array_equal(got[-1], tot)
+    keys, inputs, place, incl = _sweep_case(look)
+    got = vyre_decl.acquire("reference").dispatch(_sweep_program(), inputs, DispatchConfig(grid=(1, 1, 1)))
+    _check_sweep(got, keys, place, incl)
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("groups", [3, 100, 4096])
-def test_scan_step_on_the_simulator(groups):
+@pytest.mark.parametrize("look", ["stale", "inclusive"])
+def test_sweep_look_back_on_the_simulator(look):
     from vyre_decl.ops.simcheck import run_program
 
-    inputs, grid, (pos, tot) = _scan_case(groups)
-    got, findings = run_program(_scan_program(), inputs, (grid, 1, 1))
-    assert not findings and np.array_equal(got[-2], pos) and np.array_equal(got[-1], tot)
+    keys, inputs, place, incl = _sweep_case(look)
+    got, findings = run_program(_sweep_program(), inputs, (1, 1, 1))
+    assert not findings
+    _check_sweep(got, keys, place, incl)
 
 
 def _scatter_registers(rid: str, dtypes: list[str]) -> int:
@@ -196,7 +226,7 @@ def _scatter_registers(rid: str, dtypes: list[str]) -> int:
     from vyre_decl.emit.ptxas import find_ptxas
 
     compiled = routine(rid).compiled([np.dtype(d) for d in dtypes])
-    program = next(p for s, p in compiled.programs.items() if s.kernel == "scatter")
+    program = next(p for s, p in compiled.programs.items() if s.kernel == "sweep")
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "k.ptx"
         src.write_text(emit(program, target="sm_90").text)
@@ -215,6 +245,6 @@ def _has_ptxas() -> bool:
 
 @pytest.mark.skipif(not _has_ptxas(), reason="ptxas not found (pip install '.[test]' ships it)")
 def test_the_keys_only_scatter_leaves_the_value_code_out():
-    """sort.radix binds the scatter's moves = false, so no value is loaded, kept or stored: fewer
+    """sort.radix binds the sweep's moves = false, so no value is loaded, kept or stored: fewer
     registers than the same kernel moving u32 values (64 vs 72 with ptxas 13.0)."""
     assert _scatter_registers("sort.radix", ["uint32"]) < _scatter_registers("sort.radix_pairs", ["uint32", "uint32"])
