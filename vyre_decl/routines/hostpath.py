@@ -27,6 +27,8 @@ from ..ir.types import DataType
 from ..ir.parser import parse_expr
 from ..reference.frame import _Values
 from ..reference.interpreter import Compiler, op_function
+from ..reference.kernels import KERNELS, ufunc
+from ..registry.references import REFERENCES, UFUNC
 from ..registry import Registry
 from .hostlaws import blocks_any_order, free_any_order, free_order
 from .model import StepDef
@@ -168,11 +170,31 @@ class _Ops:
         cast, _ = self.op("primitive.convert.cast", [lt], {"T": self.types["A"]})
         return lambda args: np.asarray(cast((lift(args),)))
 
+    def ufunc(self, var: str = "A") -> np.ufunc | None:
+        """The numpy ufunc the interpreter computes ``with.combine`` over ``var`` with (the op's
+        reference for that binding), where its result has that type already: ``u(a, b, out=a)``
+        then gives the op function's bits in place. None otherwise (a kernel, a composition)."""
+        return self.once(("ufunc", var), lambda: self._ufunc(self.types[var]))  # type: ignore[no-any-return]
+
+    def _ufunc(self, t: DataType) -> np.ufunc | None:
+        op = self.registry.get(self.params["combine"])
+        binding, out = op.signature.bind([t, t], {})
+        ref = op.reference_for(binding)
+        if out != t or ref is None or ref in KERNELS or REFERENCES.get(ref, ("",))[0] != UFUNC:
+            return None
+        uf, dt = ufunc(ref), np.dtype(t.numpy_dtype)
+        ok = uf.nin == 2 and uf.nout == 1 and uf(np.zeros(1, dt), np.zeros(1, dt)).dtype == dt
+        return uf if ok else None
+
+    def lift_free(self, aux: np.ndarray) -> bool:
+        """Whether ``lift_for(aux)`` is the elements themselves."""
+        return aux.size == 0 and bool(self.once("right_identity_zero", self._right_identity_zero))
+
     def lift_for(self, aux: np.ndarray) -> Fn:
         """``lift`` for this aux; where aux is empty (every load of it is 0) and the registry's laws
         say ``lift(x, zero) = x`` for T (``right_identity(zero)``: x - 0), with the result in A
         already, the elements themselves (no pass over them)."""
-        if aux.size == 0 and self.once("right_identity_zero", self._right_identity_zero):
+        if self.lift_free(aux):
             return lambda args: args[0]
         return self.lift()
 
@@ -213,60 +235,57 @@ def _strided(values: np.ndarray, groups: int, c: int, width: int, rows: int, fil
     return as_strided(padded, (groups, rows, width), (c * s, width * s, s), writeable=False)
 
 
-def _row(values: np.ndarray, groups: int, c: int, k: int) -> np.ndarray:
-    """Row k of every chunk, (groups, 256): values[g c + 256 k + t]; a view where every element is
-    in bounds, else the groups past the end copied with their indices clamped (the caller masks
-    those elements)."""
-    n, s = values.size, values.strides[0]
-    inside = min(groups, max(0, (n - 256 * k - 256) // c + 1)) if n >= 256 * k + 256 else 0
-    view = as_strided(values[256 * k:], (inside, 256), (c * s, s), writeable=False)
-    if inside == groups:
-        return view
-    row = np.empty((groups, 256), values.dtype)
-    row[:inside] = view
-    index = np.arange(inside, groups)[:, None] * c + 256 * k + np.arange(256)[None, :]
-    row[inside:] = values[np.minimum(index, n - 1)]
-    return row
-
-
-def _fold_rows(combine: Fn, acc: np.ndarray, lifted: np.ndarray, c: int, count: np.ndarray) -> np.ndarray:
-    """Each group's 256 accumulators take in its rows k = 0, 1, ... in order (an element
-    counts where 256 k + t < the group's count): ``lifted`` holds the groups' chunks back to back."""
-    groups, t = acc.shape[0], np.arange(256)
-    for k in range(-(-c // 256)):
-        row = _row(lifted, groups, c, k)
-        if 256 * (k + 1) <= count.min():
-            acc = np.asarray(combine((acc, row)))
+def _fold_into(ops: _Ops, acc: np.ndarray, data: np.ndarray) -> None:
+    """Each row's 256 accumulators take in that row of ``data`` (its chunk) in order: entry t
+    combines data[:, 256 k + t] in increasing k, while 256 k + t < the chunk's length; in place
+    through the combine's ufunc where it has one (the op function's bits), else by assignment."""
+    uf, combine = ops.ufunc(), ops.combine()
+    m = data.shape[1]
+    for k in range(0, m, 256):
+        w = min(256, m - k)
+        into = acc[:, :w]
+        if uf is not None:
+            uf(into, data[:, k:k + w], out=into)
         else:
-            acc = np.where(k * 256 + t < count[:, None], combine((acc, row)), acc)
-    return acc
+            acc[:, :w] = np.asarray(combine((into, data[:, k:k + w])))
 
 
 def _blocks(ops: _Ops, args: Sequence[str], grid: int, env: dict[str, np.ndarray]) -> bool:
     """reduce.blocks: chunk g's invocation t folds g c + t + 256 k in increasing k from the
-    identity, then the 256 folds combine as a binary tree (docs/routines.md)."""
+    identity, then the 256 folds combine as a binary tree (docs/routines.md). The chunks that are
+    whole fold as one (groups, c) view, the one partial chunk (the last with elements) by itself."""
     src, aux, dst = env[args[0]], env[args[1]], env[args[2]]
     groups, n = dst.size, src.size
     if not ops.plain("T", "A") or grid != groups or groups == 0 or n + groups >= 2**32:
         return False
     combine, ident, lift = ops.combine(), ops.element("A", "identity"), ops.lift_for(aux)
     y = ops.aux_values(aux, n, spread=True)
-    c, count = _chunks(n, groups)
-    batch = max(1, _BATCH_BYTES // max(1, c * src.itemsize))  # groups lifted and folded while in cache
+    c, _ = _chunks(n, groups)
+    # groups lifted and folded at a time: all where the lift is the elements themselves (nothing
+    # to keep in cache), else what stays in cache
+    batch = groups if ops.lift_free(aux) else max(1, _BATCH_BYTES // max(1, c * src.itemsize))
     if free_any_order(ops):
-        folded = blocks_any_order(combine, ident, lift, src, y, groups, c, batch, np.dtype(ops.types["A"].numpy_dtype))
+        folded = blocks_any_order(ops, lift, src, y, groups, c, batch)
         env[args[2]] = folded.astype(dst.dtype, copy=True)
         return True
     acc = np.full((groups, 256), ident, np.dtype(ops.types["A"].numpy_dtype))
+    whole = min(groups, n // c) if c else 0  # the chunks of c elements; then one partial (or none)
     for g0 in range(0, groups if n else 0, batch):
         g1 = min(groups, g0 + batch)
         lo, hi = g0 * c, min(g1 * c, n)
-        if lo < hi:  # (groups past the end take in nothing)
-            lifted = np.asarray(lift((src[lo:hi], y[lo:hi] if isinstance(y, np.ndarray) else y)))
-            acc[g0:g1] = _fold_rows(combine, acc[g0:g1], lifted, c, count[g0:g1])
-    half = 128
+        if lo >= hi:
+            break  # (groups past the end take in nothing)
+        lifted = np.asarray(lift((src[lo:hi], y[lo:hi] if isinstance(y, np.ndarray) else y)))
+        w1 = max(g0, min(g1, whole))
+        _fold_into(ops, acc[g0:w1], lifted[:(w1 - g0) * c].reshape(w1 - g0, c))
+        if w1 < g1 and (w1 - g0) * c < lifted.size:
+            _fold_into(ops, acc[w1:w1 + 1], lifted[(w1 - g0) * c:].reshape(1, -1))
+    uf, half = ops.ufunc(), 128
     while half:  # entries t < half take in t + half; the others are not read again
-        acc = np.asarray(combine((acc[:, :half], acc[:, half:2 * half])))
+        if uf is not None:
+            uf(acc[:, :half], acc[:, half:2 * half], out=acc[:, :half])
+        else:
+            acc[:, :half] = np.asarray(combine((acc[:, :half], acc[:, half:2 * half])))
         half //= 2
     env[args[2]] = acc[:, 0].astype(dst.dtype, copy=True)
     return True
