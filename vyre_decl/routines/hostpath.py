@@ -236,12 +236,20 @@ def _strided(values: np.ndarray, groups: int, c: int, width: int, rows: int, fil
 
 
 def _fold_into(ops: _Ops, acc: np.ndarray, data: np.ndarray) -> None:
-    """Each row's 256 accumulators take in that row of ``data`` (its chunk) in order: entry t
-    combines data[:, 256 k + t] in increasing k, while 256 k + t < the chunk's length; in place
-    through the combine's ufunc where it has one (the op function's bits), else by assignment."""
+    """Each row's 256 accumulators (the identity on entry) take in that row of ``data`` (its
+    chunk) in order: entry t combines data[:, 256 k + t] in increasing k, while 256 k + t < the
+    chunk's length. With the combine's ufunc, the whole rows of 256 are one ``reduce`` over k of
+    the (rows, k, 256) view from the identity (``initial``): numpy's reduction over an axis that is
+    not the innermost runs its inner loop along t and combines out[r, t] with each k in increasing
+    order, the accumulator first — the kernel's order (tests/test_lib_hostpath.py compares bits);
+    the last partial row in place. Without a ufunc, row by row by assignment."""
     uf, combine = ops.ufunc(), ops.combine()
-    m = data.shape[1]
-    for k in range(0, m, 256):
+    m, k = data.shape[1], 0
+    if uf is not None and m >= 512 and data.dtype == acc.dtype:
+        k = m // 256 * 256
+        uf.reduce(data[:, :k].reshape(data.shape[0], k // 256, 256), axis=1, dtype=acc.dtype, out=acc,
+                  initial=ops.element("A", "identity"))
+    for k in range(k, m, 256):
         w = min(256, m - k)
         into = acc[:, :w]
         if uf is not None:
