@@ -128,3 +128,63 @@ def test_the_cuda_backend_matches_the_reference_also_unaligned():
         pipeline.dispatch_resident([xs, cuda.upload(w), *outs])
         cuda.synchronize()
         assert [cuda.download(o).tobytes() for o in outs] == [a.tobytes() for a in _oracle(x, w)], skip
+
+
+# ----------------------------------------------------------------------------- bytes.histogram on words
+
+
+def _histogram_inputs() -> list[np.ndarray]:
+    """Tails of 0-3 bytes, a subgroup's words of one repeated byte (the one-atomic path) beside
+    words of four equal bytes that differ between lanes, and spread bytes."""
+    rng = np.random.default_rng(5)
+    runs = np.repeat(rng.integers(0, 256, 40), 4096).astype(np.uint8)  # 32 words of a lane group alike
+    lanes = np.repeat(rng.integers(0, 256, 9000), 4).astype(np.uint8)  # a word of one byte, lanes differ
+    return [np.zeros(70001, np.uint8), runs, lanes[:36001], rng.integers(0, 256, 65538).astype(np.uint8),
+            np.full(5, 7, np.uint8), np.zeros(0, np.uint8)]
+
+
+def test_the_byte_histogram_counts_every_byte_once():
+    from vyre_decl.routines import routine
+    for x in _histogram_inputs():
+        got = routine("bytes.histogram")(x, backend="reference")
+        assert got.tobytes() == np.bincount(x, minlength=256).astype(np.uint32).tobytes(), len(x)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU: libcuda.so.1 cannot be loaded or reports no device")
+def test_the_byte_histogram_on_cuda_is_numpy_s():
+    from vyre_decl.routines import routine
+    for x in _histogram_inputs():
+        got = routine("bytes.histogram")(x, backend="cuda")
+        assert got.tobytes() == np.bincount(x, minlength=256).astype(np.uint32).tobytes(), len(x)
+
+
+# ----------------------------------------------------------------------------- the fuzzer
+
+
+def test_the_fuzzer_reads_through_views_and_leaves_other_programs_alone(monkeypatch):
+    """Seeds 0-299: programs with byte views of every width (valid), every other program the same
+    as with the feature switched off; the first few view programs on the simulator = reference."""
+    from vyre_decl.backends import DispatchConfig
+    from vyre_decl.conform import fuzz
+    from vyre_decl.ir.nodes import Load
+    from vyre_decl.ir.walk import body_exprs
+    from vyre_decl.registry import default_registry
+
+    ops = fuzz.FuzzOps(default_registry())
+    with_views, widths = [], set()
+    for seed in range(300):
+        p = fuzz.random_program(seed, ops)
+        views = [e.view for e in body_exprs(p.body) if isinstance(e, Load) and e.view is not None]
+        if fuzz.byte_views(seed):  # the feature's own draw (a program may still have no view)
+            assert validate(p) == [], seed
+            with_views += [(seed, p)] if views else []
+            widths.update(views)
+        else:
+            monkeypatch.setattr(fuzz, "byte_views", lambda s: False)
+            assert fuzz.random_program(seed, ops) == p, seed
+            monkeypatch.undo()
+    assert 20 <= len(with_views) <= 100 and widths == {DataType.U8, DataType.U16, DataType.U32, DataType.U64}
+    for seed, p in with_views[:4]:
+        inputs = fuzz.random_inputs(p, seed)
+        assert_matches(p, inputs, REF.dispatch(p, inputs, DispatchConfig(timeout=10.0)))

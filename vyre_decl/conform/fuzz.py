@@ -69,7 +69,7 @@ from ..ir.nodes import (
 )
 from ..ir.types import DataType as D
 from ..registry import Registry
-from .fuzzfeatures import vector_copies, vector_prelude, vector_types
+from .fuzzfeatures import byte_views, vector_copies, vector_prelude, vector_types, view_load
 from .fuzzfeatures import (acc_order, break_plan, features, ordered_read, ordered_store, place_break, private_decl,
                            private_load, private_store, shared_read)
 
@@ -144,6 +144,7 @@ class _Gen:
         self.ordered = False  # atomics, stores and workgroup reads may carry a memory order (fuzzfeatures.py)
         self.vector = False  # the private array's stores may be vector copies (fuzzfeatures.py)
         self.breaks = False  # loops may break (fuzzfeatures.py)
+        self.views = False  # u32/u64 leaves may be byte views of an input (fuzzfeatures.py)
 
     def fresh(self) -> str:
         self.names += 1
@@ -174,6 +175,9 @@ class _Gen:
             return self.uniform_leaf(t, depth)
         if self.private is not None and self.private.dtype.value_type is t and r.random() < 0.3:
             return private_load(self)
+        view = view_load(self, t, depth)  # draws only in a program with byte views
+        if view is not None:
+            return view
         names = self.visible(t)
         loads = [b for b in self.inputs if b.dtype.value_type is t]
         if self.shared is not None and self.shared.dtype is t:
@@ -372,6 +376,7 @@ def random_program(seed: int, ops: FuzzOps) -> Program:
     buffers = gen.buffers = list(inputs)
     feats = features(seed)
     gen.vector = vector_copies(seed)  # copies into the private array (fuzzfeatures.py)
+    gen.views = byte_views(seed)
     gen.ordered, gen.breaks = feats.ordered, feats.breaks
     if ops.atomics and r.random() < 0.25:
         gen.acc = BufferDecl("acc", Access.READ_WRITE, r.choice(sorted(ops.atomics, key=lambda t: t.value)),

@@ -43,12 +43,13 @@ if TYPE_CHECKING:
 
 __all__ = ["Features", "features", "private_decl", "private_load", "private_store", "ordered_read", "shared_read",
            "ordered_store", "acc_order", "break_plan", "place_break", "PRIVATE_PROGRAMS", "ORDERED_PROGRAMS",
-           "BREAK_PROGRAMS"]
+           "BREAK_PROGRAMS", "byte_views", "view_load"]
 
 PRIVATE_PROGRAMS = 0.15  # the share of programs with a private array (and unroll loops)
 VECTOR_PROGRAMS = 0.5  # the share of those whose private array is also filled by vector copies
 ORDERED_PROGRAMS = 0.25  # the share of programs whose atomics, stores and shared reads may be ordered
 BREAK_PROGRAMS = 0.25  # the share of programs whose loops may break
+VIEW_PROGRAMS = 0.2  # the share of programs whose u32/u64 leaves may be byte views of an input
 _WORDS = (D.U32, D.I32, D.U64, D.I64, D.F32, D.F64)  # atomic loads and stores
 _INT_WORDS = (D.U32, D.I32, D.U64, D.I64)  # waits
 _PRIVATE_TYPES = (D.U32, D.I32, D.F32, D.U64, D.I64, D.F64, D.U8, D.I16, D.F16, D.BF16, D.BOOL)
@@ -99,6 +100,22 @@ def vector_copies(seed: int) -> bool:
     """Whether the program of ``seed`` fills its private array (if it has one) with vector copies
     too: a draw of its own, so no other program changes."""
     return random.Random(seed * 1_000_003 + 43).random() < VECTOR_PROGRAMS
+
+
+def byte_views(seed: int) -> bool:
+    """Whether the program of ``seed`` may read its inputs through byte views (``x.u32[i]``,
+    ir/byteview.py): a draw of its own, so no other program changes."""
+    return random.Random(seed * 1_000_003 + 49).random() < VIEW_PROGRAMS
+
+
+def view_load(gen: _Gen, t: D, depth: int) -> Load | None:
+    """Sometimes, in a program with byte views, a leaf of type u32 or u64 read through a view of
+    a non-bool input (u8, u16 or u32 views for u32; u64 for u64) at a random index."""
+    sources = [b for b in gen.inputs if b.dtype is not D.BOOL]
+    if not gen.views or t not in (D.U32, D.U64) or not sources or gen.rng.random() >= 0.2:
+        return None
+    view = gen.rng.choice((D.U8, D.U16, D.U32)) if t is D.U32 else D.U64
+    return Load(gen.rng.choice(sources).name, gen.index(depth), view=view)
 
 
 def vector_types(gen: _Gen) -> list[D]:
