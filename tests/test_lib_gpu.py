@@ -97,7 +97,7 @@ for _name, (_arity, _) in TABLE.items():  # the elementwise functions: x, its re
 FULL = not os.environ.get("VYRE_DECL_CUDA_SIM") or os.environ.get("VYRE_DECL_LIB_GRID") == "full"
 _LAYOUTS = [name for name, _ in layouts(np.float32)]
 SIM_PAIRS = [(np.float32, "0d"), (np.int64, "empty"), (np.float16, "empty2d"), (np.bool_, "1d"), (np.float64, "3d"),
-             (np.int8, "strided"), (np.uint32, "bigendian"), (np.float32, "strided")]
+             (np.int8, "strided"), (np.uint32, "bigendian")]
 GRID = [(d, lay) for d in DTYPES for lay in _LAYOUTS] if FULL else SIM_PAIRS
 
 
