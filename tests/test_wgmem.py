@@ -114,3 +114,31 @@ def test_the_cuda_backend_opts_in_and_matches_the_reference():
     pipeline = cuda.compile(LARGE)
     assert pipeline.occupancy().shared_bytes >= kernel_abi(LARGE).dynamic_shared_bytes
     assert pipeline.occupancy().workgroups_per_sm >= 1
+
+
+def test_the_fuzzer_declares_large_workgroup_memory_and_leaves_other_programs_alone(monkeypatch):
+    """Seeds 0-299: some programs with workgroup arrays declare workgroup_memory(large) (valid; one
+    dynamic array); every other program the same with the feature off; the first three with a
+    workgroup array on the simulator = reference."""
+    from vyre_decl.backends import DispatchConfig
+    from vyre_decl.conform import fuzz
+    from vyre_decl.ir.nodes import Access
+    from vyre_decl.registry import default_registry
+
+    ops = fuzz.FuzzOps(default_registry())
+    large = []
+    for seed in range(300):
+        p = fuzz.random_program(seed, ops)
+        if fuzz.large_memory(seed):
+            assert p.large_workgroup_memory and validate(p) == [], seed
+            if any(b.access is Access.WORKGROUP for b in p.buffers):
+                large.append((seed, p))
+        else:
+            monkeypatch.setattr(fuzz, "large_memory", lambda s: False)
+            assert fuzz.random_program(seed, ops) == p, seed
+            monkeypatch.undo()
+    assert len(large) >= 5
+    for seed, p in large[:3]:
+        assert "wg_dyn" in emit(p).text
+        inputs = fuzz.random_inputs(p, seed)
+        assert_matches(p, inputs, REF.dispatch(p, inputs, DispatchConfig(timeout=10.0)))

@@ -43,13 +43,14 @@ if TYPE_CHECKING:
 
 __all__ = ["Features", "features", "private_decl", "private_load", "private_store", "ordered_read", "shared_read",
            "ordered_store", "acc_order", "break_plan", "place_break", "PRIVATE_PROGRAMS", "ORDERED_PROGRAMS",
-           "BREAK_PROGRAMS", "byte_views", "view_load"]
+           "BREAK_PROGRAMS", "byte_views", "view_load", "large_memory"]
 
 PRIVATE_PROGRAMS = 0.15  # the share of programs with a private array (and unroll loops)
 VECTOR_PROGRAMS = 0.5  # the share of those whose private array is also filled by vector copies
 ORDERED_PROGRAMS = 0.25  # the share of programs whose atomics, stores and shared reads may be ordered
 BREAK_PROGRAMS = 0.25  # the share of programs whose loops may break
 VIEW_PROGRAMS = 0.2  # the share of programs whose u32/u64 leaves may be byte views of an input
+LARGE_PROGRAMS = 0.2  # the share of programs declared workgroup_memory(large)
 _WORDS = (D.U32, D.I32, D.U64, D.I64, D.F32, D.F64)  # atomic loads and stores
 _INT_WORDS = (D.U32, D.I32, D.U64, D.I64)  # waits
 _PRIVATE_TYPES = (D.U32, D.I32, D.F32, D.U64, D.I64, D.F64, D.U8, D.I16, D.F16, D.BF16, D.BOOL)
@@ -106,6 +107,12 @@ def byte_views(seed: int) -> bool:
     """Whether the program of ``seed`` may read its inputs through byte views (``x.u32[i]``,
     ir/byteview.py): a draw of its own, so no other program changes."""
     return random.Random(seed * 1_000_003 + 49).random() < VIEW_PROGRAMS
+
+
+def large_memory(seed: int) -> bool:
+    """Whether the program of ``seed`` declares ``workgroup_memory(large)`` (its workgroup array,
+    if any, then lives in dynamic shared memory: emit/wgmem.py): a draw of its own."""
+    return random.Random(seed * 1_000_003 + 53).random() < LARGE_PROGRAMS
 
 
 def view_load(gen: _Gen, t: D, depth: int) -> Load | None:
