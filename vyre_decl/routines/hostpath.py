@@ -415,15 +415,17 @@ def _qualified(compiled: CompiledRoutine, step: StepDef) -> str:
     return compiled.routine.kernels[step.kernel].qualified
 
 
-def _stable_order(field: np.ndarray, width: int) -> np.ndarray:
-    """The stable ascending order (intp indices) of ``field`` (unsigned, ``width`` bits): least
-    significant 32-bit words first, each one sort of (word, position in the order so far) packed
-    into 64 bits (the word in the high half)."""
+def _stable_order(field: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the stable ascending order (intp indices) of ``field`` (unsigned, ``width`` bits), the
+    sorted field): least significant 32-bit words first, each one sort of (word, position in the
+    order so far) packed into 64 bits (the word in the high half). A field of one word comes out
+    of its one sort already sorted (the high halves): no gather."""
     n = field.size
     order: np.ndarray | None = None
     high = 1 if sys.byteorder == "little" else 0
     position = np.arange(n, dtype=np.uint32)
-    for lo in range(0, max(width, 1), 32):
+    passes = range(0, max(width, 1), 32)
+    for lo in passes:
         word = field if field.dtype.itemsize <= 4 else ((field >> np.uint64(lo)) & np.uint64(0xFFFFFFFF))
         packed = np.empty(n, np.uint64)
         halves = packed.view(np.uint32).reshape(n, 2)
@@ -433,7 +435,9 @@ def _stable_order(field: np.ndarray, width: int) -> np.ndarray:
         got = halves[:, 1 - high].astype(np.intp)
         order = got if order is None else order[got]
     assert order is not None
-    return order
+    if len(passes) == 1 and field.dtype.itemsize <= 4:
+        return order, halves[:, high].astype(field.dtype)
+    return order, field[order]
 
 
 def _radix_run(compiled: CompiledRoutine, todo: Sequence[Launch], i: int, env: dict[str, np.ndarray],
@@ -462,8 +466,8 @@ def _radix_run(compiled: CompiledRoutine, todo: Sequence[Launch], i: int, env: d
     k_t = ops.types["K"]
     xor, _ = ops.op("primitive.bitwise.xor", [k_t, k_t])
     flipped = np.asarray(xor((keys, ops.element("K", "flip")))).astype(keys.dtype, copy=False)
-    order = _stable_order(flipped, k_t.bits)
-    env[out_k] = flipped[order].astype(env[out_k].dtype, copy=False)
+    order, ordered = _stable_order(flipped, k_t.bits)
+    env[out_k] = ordered.astype(env[out_k].dtype, copy=False)
     if env[out_v].size:
         if ops.params.get("index") == "true":
             cast, _ = ops.op("primitive.convert.cast", [DataType.U32], {"T": ops.types["V"]})
