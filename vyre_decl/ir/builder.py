@@ -362,6 +362,30 @@ class ProgramBuilder:
     def ret(self) -> None:
         self._emit(Return())
 
+    def collective(self, kind: str, name: str, *operands: Any, op: str | None = None,
+                   scratch: Buf | str | None = None) -> Val:
+        """``let name = workgroup.KIND(...)`` (ir/wgcollect.py; docs/semantics.md, "Workgroup
+        collectives"): ``op`` (an op id) for reduce and the scans; operands v, (exclusive_scan) v and
+        first, (broadcast) v and k. Raises VyreError: V051 a malformed call, V052 its scratch array."""
+        from .diagnostics import Diagnostic, VyreError
+        from .wgcollect import KINDS, collective_problem, expand
+
+        where = f"workgroup.{kind}"
+        ok = kind in KINDS and KINDS[kind][0] == (op is not None) and len(operands) == KINDS[kind][1]
+        if not ok or (op is not None and "." not in op):
+            raise VyreError(Diagnostic("V051", f"{where} with op={op!r} and {len(operands)} operand(s) is no workgroup "
+                                       "collective", where, "call reduce/inclusive_scan(op=ID, v), exclusive_scan("
+                                       "op=ID, v, first) or broadcast(v, k) with scratch=a workgroup array"))
+        sname = scratch.name if isinstance(scratch, Buf) else scratch
+        decl = next((b for b in self._buffers if b.name == sname), None)
+        problem = collective_problem(kind, sname, decl, self.workgroup)
+        if problem is not None:
+            raise VyreError(Diagnostic(problem[0], problem[1], where, problem[2]))
+        vals = [lift(v) for v in operands]
+        self._emit(expand(kind, name, True, op, [v.expr for v in vals], sname, self.workgroup))
+        self._types[name] = vals[0].dtype
+        return Val(Var(name), vals[0].dtype)
+
     def barrier(self) -> None:
         self._emit(Barrier())
 

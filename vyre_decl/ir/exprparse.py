@@ -241,6 +241,9 @@ class ExprParser(TokenCursor):
                 self.error(op, "P002", f"wait takes a buffer element, a value and a bound; found {len(args) - 1} "
                            "operand(s) after the element", "write atomic.acquire wait(flags[i], 0u32, 1024u32)")
             return self.made(Wait(buf, args[0], args[1], args[2], order, scope), height + 1, tok)
+        if text.startswith("workgroup."):  # a statement-level building block (wgcollect.py)
+            self.error(tok, "V051", f"{text} inside an expression: a workgroup collective is a statement",
+                       f"bind it first: let r = {text}(...), then use r")
         attrs, types = self.op_header() if "." in text else ({}, {})
         self.expect("(", f"call the op: {text}(args)")
         height = 0
@@ -270,7 +273,7 @@ class ExprParser(TokenCursor):
             if key in types or key in attrs:
                 self.error(key_tok, "P006", f"{key} is given twice", "give each type argument or attribute once")
             self.expect("=")
-            nxt = kind, text, _ = self.peek()
+            kind, text, _ = self.peek()
             if kind == "name" and text in self.type_names:
                 types[key] = self.dtype()
             elif kind == "name" and text in ("true", "false"):

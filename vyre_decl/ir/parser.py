@@ -13,9 +13,12 @@ from typing import Final, Mapping
 from .diagnostics import Diagnostic
 from .exprparse import MAX_NESTING, ExprParser
 from .lexer import KEYWORDS, ParseError, Token
-from .nodes import Access, Assign, Barrier, Block, Break, BufferDecl, Copy, Expr, If, Let, Loop, Node, Program, Region, Return, Store
+from .nodes import Access, Assign, Atomic, Barrier, Block, Break, BufferDecl, Copy, Expr, If, Let, Loop, Node, Program, Region, \
+    Return, Store, Wait
 from .ordering import parse_qualifiers
 from .types import DataType
+from .walk import subexprs
+from .wgcollect import KINDS, arity, collective_problem, expand
 
 __all__ = ["Parser", "parse_program", "parse_expr", "read_program", "MAX_NESTING", "MAX_PROGRAM_TEXT"]
 
@@ -46,6 +49,7 @@ class Parser(ExprParser):
             self.expect(",", "give three workgroup sizes: workgroup(64, 1, 1)")
             sizes.append(self.integer("a workgroup size"))
         self.expect(")")
+        self.workgroup = (sizes[0], sizes[1], sizes[2])  # for the collectives (wgcollect.py)
         large = self.accept("workgroup_memory")
         if large:  # workgroup_memory(large): docs/semantics.md, "Large workgroup memory"
             self.expect("(")
@@ -54,7 +58,8 @@ class Parser(ExprParser):
                            "write workgroup_memory(large), or leave it out for the 48 KiB every GPU has")
             self.expect(")")
         self.expect("{")
-        buffers = []
+        buffers: list[BufferDecl] = []
+        self.decls = buffers
         while self.at("buffer"):
             buffers.append(self.buffer())
         body = self.statements()
@@ -123,6 +128,8 @@ class Parser(ExprParser):
         if text == "let":
             name = self.ident("a variable name")
             self.expect("=")
+            if self.peek()[1].startswith("workgroup."):
+                return self.collective(name, True)
             return Let(name, self.expr())
         if text == "loop":
             var = self.ident("a loop variable")
@@ -149,6 +156,8 @@ class Parser(ExprParser):
                 self.expect("=", "a store is written buf[index] = value")
                 return Store(text, index, self.expr())
             self.expect("=", "an assignment is written name = value")
+            if self.peek()[1].startswith("workgroup."):
+                return self.collective(text, False)
             return Assign(text, self.expr())
         self.error(tok, "P002", f"expected a statement, found {self.describe(tok)}",
                    "statements are let, assignment, store, if, loop, return, barrier, region or a { block }")
@@ -208,6 +217,40 @@ class Parser(ExprParser):
         if not isinstance(name, str):
             self.error(gen, "P002", "a region name must be a string", 'write a string such as "reduce.sum"')
         return Region(name, self.block())
+
+    def collective(self, dest: str, declare: bool) -> Region:
+        """``workgroup.KIND(...)`` after ``let dest =`` or ``dest =``: the region it expands to
+        (wgcollect.py); V051 for a malformed one, V052 for its scratch array."""
+        tok = self.next()
+        kind = tok[1].partition(".")[2]
+        forms = "e.g. let r = workgroup.reduce(primitive.math.add, v, part)"
+        if kind not in KINDS:
+            self.error(tok, "V051", f"{tok[1]} is no workgroup collective", f"write reduce, inclusive_scan, "
+                       f"exclusive_scan or broadcast, {forms}")
+        takes_op, count = arity(kind)
+        self.expect("(", f"call it: {forms}")
+        op = None
+        if takes_op:
+            op_tok = self.next()
+            if op_tok[0] != "name" or "." not in op_tok[1] or not self.at(","):
+                self.error(op_tok, "V051", f"{tok[1]} takes an op id first, found {self.describe(op_tok)}",
+                           f"name a binary op (T, T) -> T without calling it: {forms}")
+            op = op_tok[1]
+            self.expect(",")
+        operands = [self.expr(grouped=True)]
+        for _ in range(count - 1):
+            self.expect(",", f"{tok[1]} takes {count} operands after the op (see docs/text-form.md)")
+            operands.append(self.expr(grouped=True))
+        scratch = self.ident("a workgroup array") if self.accept(",") else None
+        self.expect(")", f"close the call: {forms}")
+        if any(isinstance(e, (Atomic, Wait)) for o in operands[1:] for e in subexprs(o)):
+            self.error(tok, "V051", f"an atomic in an operand of {tok[1]} after its value (read where used)",
+                       "bind the atomic's result with let first and pass the variable")
+        decl = next((b for b in self.decls if b.name == scratch), None)
+        problem = collective_problem(kind, scratch, decl, self.workgroup)
+        if problem is not None:
+            self.error(tok, *problem)
+        return expand(kind, dest, declare, op, operands, scratch, self.workgroup)
 
     def if_stmt(self) -> If:
         self.expect("if")
