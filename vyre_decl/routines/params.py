@@ -49,6 +49,8 @@ def param_uses(source: str, where: str) -> dict[str, frozenset[str]]:
                 use = "type"  # $t.zero: the head of a typed constant
             elif nxt in ("(", "<"):
                 use = "atomic" if prev == "atomic" or prev.startswith("atomic.") else "op"  # atomic.acq_rel $op(...)
+            elif prev == "(" and i > 1 and toks[i - 2][1].startswith("workgroup."):
+                use = "op"  # workgroup.reduce($combine, v, part): a collective's OP (ir/wgcollect.py)
             elif prev in _TYPE_BEFORE:
                 use = "type"
             else:
