@@ -8,6 +8,8 @@ forms; V051/V052 and the expansion's own checks (V006, V014)."""
 from __future__ import annotations
 
 import functools
+import re
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -17,7 +19,7 @@ import vyre_decl
 from vyre_decl import validate
 from vyre_decl.backends.config import DispatchConfig
 from vyre_decl.backends.cuda import cuda_available
-from vyre_decl.ir import ParseError, dumps, loads, parse_program
+from vyre_decl.ir import ParseError, VyreError, dumps, loads, parse_program
 from vyre_decl.ir.builder import ProgramBuilder
 
 from sim_ptx_helpers import assert_matches
@@ -194,3 +196,27 @@ def test_a_subgroup_sized_workgroup_needs_no_scratch():
     assert "barrier" not in p.to_text() and not validate(p)
     x = _inputs("f32", 32)
     assert (REF.dispatch(p, [x], DispatchConfig(grid=(1, 1, 1)))[0] == x.max()).all()
+
+
+def test_the_builder_refuses_as_the_parser_does():
+    b = ProgramBuilder("c", (64, 1, 1))
+    x = b.input("x", "f32")
+    small = b.shared("small", "f32", 32)
+    with pytest.raises(VyreError) as e:
+        b.collective("reduce", "r", x[0], op="primitive.math.add", scratch=small)
+    assert e.value.codes == ["V052"]
+    with pytest.raises(VyreError) as e:
+        b.collective("reduce", "r", x[0], scratch=small)  # no op
+    assert e.value.codes == ["V051"]
+    with pytest.raises(VyreError) as e:
+        b.collective("broadcast", "r", x[0], op="primitive.math.add", scratch=small)  # broadcast takes no op
+    assert e.value.codes == ["V051"]
+
+
+def test_the_text_form_example_computes_the_sum():
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "text-form.md").read_text()
+    src = next(s for s in re.findall(r"```vyre\n(.*?)```", doc, re.S) if s.startswith("program wgsum"))
+    p = parse_program(src)
+    x = np.arange(1000, dtype=np.uint32) * 7919
+    (total,) = REF.dispatch(p, [x])
+    assert total[0] == (x % 3).sum()

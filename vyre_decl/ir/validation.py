@@ -21,6 +21,8 @@ V032 unrolling copies too much     V033 atomic on a private array  (V029-V032: `
 V035-V038 ordered atomics and waits: orders, scopes, buffers, bounds (``ordering.py``)
 V039 a break outside a loop            V040 a break in an unroll loop
 V043-V046 vector copies: width, element types, one buffer, word types (``vcopy.py``)
+V051-V052 workgroup collectives, raised where they are written (``wgcollect.py``; their expansions
+are validated here as any statements)
 """
 
 from __future__ import annotations
