@@ -220,3 +220,31 @@ def test_the_text_form_example_computes_the_sum():
     x = np.arange(1000, dtype=np.uint32) * 7919
     (total,) = REF.dispatch(p, [x])
     assert total[0] == (x % 3).sum()
+
+
+def test_the_fuzzer_calls_collectives_and_leaves_other_programs_alone(monkeypatch):
+    """Seeds 0-299: programs drawing wg_collectives hold collective regions of every kind (valid,
+    through print and parse) and differ from the same seed with the feature off (which has none);
+    the first four on the simulator = reference. The draw is a generator of its own, so the other
+    programs are the ones their seeds gave before (fuzz.py calls wg_collective only under it)."""
+    from vyre_decl.conform import fuzz
+    from vyre_decl.registry import default_registry
+
+    ops = fuzz.FuzzOps(default_registry())
+    found, kinds = [], set()
+    for seed in range(300):
+        p = fuzz.random_program(seed, ops)
+        text = p.to_text()
+        if fuzz.wg_collectives(seed):
+            kinds |= set(re.findall(r'region "workgroup\.(\w+)"', text))
+            assert 'region "workgroup.' in text and validate(p) == [], seed
+            assert parse_program(text) == p, seed
+            found.append((seed, p))
+            monkeypatch.setattr(fuzz, "wg_collectives", lambda s: False)
+            off = fuzz.random_program(seed, ops)
+            monkeypatch.undo()
+            assert off != p and "workgroup." not in off.to_text(), seed
+    assert len(found) >= 30 and kinds == set(CALLS)
+    for seed, p in found[:4]:
+        inputs = fuzz.random_inputs(p, seed)
+        assert_matches(p, inputs, REF.dispatch(p, inputs, DispatchConfig(timeout=10.0)))

@@ -70,6 +70,7 @@ from ..ir.nodes import (
 from ..ir.types import DataType as D
 from ..registry import Registry
 from .fuzzfeatures import byte_views, large_memory, vector_copies, vector_prelude, vector_types, view_load
+from .fuzzfeatures import wg_collective, wg_collectives
 from .fuzzfeatures import (acc_order, break_plan, features, ordered_read, ordered_store, place_break, private_decl,
                            private_load, private_store, shared_read)
 
@@ -397,6 +398,8 @@ def random_program(seed: int, ops: FuzzOps) -> Program:
         gen.private = private_decl(r, vector_types(gen))
         buffers.append(gen.private)
         body += vector_prelude(gen)
+    if wg_collectives(seed):  # workgroup collectives (fuzzfeatures.py), a draw of their own
+        body += wg_collective(gen, buffers, workgroup)
     if gen.collectives:
         body += _uniform_body(gen, output)
     else:

@@ -22,6 +22,8 @@ choices come from the program's own stream.
   word whether it ends by a change or by its bound (a value different from the word: the first
   read; the word itself: every read, then the value, which is the word), so the outputs do not
   depend on how it ends. Never in a lazy branch's arms.
+- **Workgroup collectives** (a draw of their own): one or two ``workgroup.KIND`` calls at the top
+  level over an expression of the program (``wg_collective``).
 - **Breaks**: a loop that is not unrolled sometimes gets ``if COND { break }`` at any place in its
   body. Mostly COND may differ between invocations (partial breaks): the body is then generated as
   divergent control flow, with no collective op in it (V027); else COND is uniform (every
@@ -37,13 +39,14 @@ from ..ir.nodes import (Access, Break, BufferDecl, Expr, Id, IdKind, If, Let, Li
                         Store, Var, Wait)
 from ..ir.nodes import Copy
 from ..ir.types import DataType as D
+from ..ir.wgcollect import KINDS, expand
 
 if TYPE_CHECKING:
     from .fuzz import _Gen
 
 __all__ = ["Features", "features", "private_decl", "private_load", "private_store", "ordered_read", "shared_read",
            "ordered_store", "acc_order", "break_plan", "place_break", "PRIVATE_PROGRAMS", "ORDERED_PROGRAMS",
-           "BREAK_PROGRAMS", "byte_views", "view_load", "large_memory"]
+           "BREAK_PROGRAMS", "byte_views", "view_load", "large_memory", "wg_collectives", "wg_collective"]
 
 PRIVATE_PROGRAMS = 0.15  # the share of programs with a private array (and unroll loops)
 VECTOR_PROGRAMS = 0.5  # the share of those whose private array is also filled by vector copies
@@ -51,6 +54,7 @@ ORDERED_PROGRAMS = 0.25  # the share of programs whose atomics, stores and share
 BREAK_PROGRAMS = 0.25  # the share of programs whose loops may break
 VIEW_PROGRAMS = 0.2  # the share of programs whose u32/u64 leaves may be byte views of an input
 LARGE_PROGRAMS = 0.2  # the share of programs declared workgroup_memory(large)
+WG_PROGRAMS = 0.2  # the share of programs calling workgroup collectives
 _WORDS = (D.U32, D.I32, D.U64, D.I64, D.F32, D.F64)  # atomic loads and stores
 _INT_WORDS = (D.U32, D.I32, D.U64, D.I64)  # waits
 _PRIVATE_TYPES = (D.U32, D.I32, D.F32, D.U64, D.I64, D.F64, D.U8, D.I16, D.F16, D.BF16, D.BOOL)
@@ -113,6 +117,46 @@ def large_memory(seed: int) -> bool:
     """Whether the program of ``seed`` declares ``workgroup_memory(large)`` (its workgroup array,
     if any, then lives in dynamic shared memory: emit/wgmem.py): a draw of its own."""
     return random.Random(seed * 1_000_003 + 53).random() < LARGE_PROGRAMS
+
+
+def wg_collectives(seed: int) -> bool:
+    """Whether the program of ``seed`` calls workgroup collectives (ir/wgcollect.py): a draw of its own."""
+    return random.Random(seed * 1_000_003 + 59).random() < WG_PROGRAMS
+
+
+def wg_collective(gen: _Gen, buffers: list[BufferDecl], workgroup: int) -> list[Node]:
+    """In a program drawing ``wg_collectives``, at the top level (uniform control flow, before any
+    return): one or two collectives over an expression of the program, OP a binary (T, T) -> T op
+    of the registry that shows no NaN's bits, the scratch a workgroup array ``wc`` it declares (left
+    out half the time where the workgroup is one subgroup); each result is a variable the rest of
+    the program may read. Draws from the program's stream only in such a program."""
+    r = gen.rng
+    if not gen.ops.collective[D.U32]:  # no subgroup ops in this registry: the expansion needs them
+        return []
+    t = r.choice((D.U32, D.I32, D.F32, D.U64, D.F64))
+    uses = [u for u in gen.ops.by_result[t] if u.args == (t, t) and not u.types and not u.attrs and not u.nan_bits]
+    if not uses:
+        return []
+    scratch: str | None = "wc"
+    if workgroup <= 32 and r.random() < 0.5:
+        scratch = None
+    else:
+        buffers.append(BufferDecl("wc", Access.WORKGROUP, t, count=workgroup))
+    out: list[Node] = []
+    for _ in range(r.randint(1, 2)):
+        kind = r.choice(tuple(KINDS))
+        value = gen.expr(t, 3)
+        if kind == "broadcast":
+            k: Expr = Lit.of(D.U32, r.randrange(workgroup + 2)) if r.random() < 0.5 else \
+                Op("primitive.bitwise.xor", (Id(IdKind.LOCAL, 0), Lit.of(D.U32, r.randrange(64))))
+            operands = [value, k]
+        else:
+            operands = [value] + ([Lit.of(t, r.randrange(5))] if kind == "exclusive_scan" else [])
+        name = gen.fresh()
+        out.append(expand(kind, name, True, None if kind == "broadcast" else r.choice(uses).op, operands, scratch,
+                          (workgroup, 1, 1)))
+        gen.scopes[-1][name] = t
+    return out
 
 
 def view_load(gen: _Gen, t: D, depth: int) -> Load | None:
