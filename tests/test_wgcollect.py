@@ -248,3 +248,44 @@ def test_the_fuzzer_calls_collectives_and_leaves_other_programs_alone(monkeypatc
     for seed, p in found[:4]:
         inputs = fuzz.random_inputs(p, seed)
         assert_matches(p, inputs, REF.dispatch(p, inputs, DispatchConfig(timeout=10.0)))
+
+
+LOOP = """program lp workgroup(64, 1, 1) {
+  buffer x: read f32[] @0
+  buffer out: write f32[len(x)] @1
+  buffer part: workgroup f32[64]
+  let acc = 0.0f32
+  loop k in 0u32 .. len(x) / 64u32 {
+    let r = workgroup.inclusive_scan(primitive.math.add, x[k * 64u32 + lid.x], part)
+    let m = workgroup.reduce(primitive.math.max, r, part)
+    acc = acc + m
+    out[k * 64u32 + lid.x] = r - acc
+  }
+}"""
+
+
+def test_collectives_share_their_scratch_in_a_uniform_loop():
+    """Two collectives on one scratch, five times over (each starts with a barrier): the
+    simulator = the reference = the model."""
+    p = parse_program(LOOP)
+    x = _inputs("f32", 64 * 5)
+    got = REF.dispatch(p, [x], DispatchConfig(grid=(1, 1, 1)))
+    acc, want = np.float32(0), []
+    for k in range(5):
+        r = model("inclusive_scan", list(x[k * 64:(k + 1) * 64]), lambda a, b: np.float32(a + b), None)
+        acc = np.float32(acc + model("reduce", r, lambda a, b: np.float32(max(a, b)), None)[0])
+        want += [np.float32(e - acc) for e in r]
+    assert got[0].tobytes() == np.array(want, np.float32).tobytes()
+    assert_matches(p, [x], got, grid=(1, 1, 1))
+
+
+def test_an_early_return_before_a_collective_with_barriers_is_refused():
+    text = LOOP.replace("  let acc = 0.0f32\n", "  if gid.x >= len(x) { return }\n  let acc = 0.0f32\n")
+    assert "V014" in [d.code for d in validate(parse_program(text))]
+
+
+def test_a_routine_parameter_names_the_op():
+    from vyre_decl.routines.params import param_uses
+
+    assert param_uses("let r = workgroup.reduce($combine, v, part)", "k") == {"combine": frozenset({"op"})}
+    assert param_uses("let r = f($combine, v)", "k") == {"combine": frozenset({"value"})}
