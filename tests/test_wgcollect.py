@@ -31,7 +31,7 @@ GROUPS = 2
 TEXT = """program c workgroup(WX, WY, WZ) {
   buffer x: read T[] @0
   buffer out: write T[len(x)] @1
-  buffer part: workgroup T[W]
+  buffer part: workgroup T[SCRATCH]
   let t = lid.x + WXu32 * (lid.y + WYu32 * lid.z)
   let i = wgid.x * Wu32 + t
   let k = (t * 7u32 + 3u32) % (Wu32 + 2u32)
@@ -47,10 +47,11 @@ CALLS = {
 }
 
 
-def program(kind: str, size: tuple[int, int, int], dtype: str, op: str) -> Any:
+def program(kind: str, size: tuple[int, int, int], dtype: str, op: str, scratch: int = 1) -> Any:
+    """The test program; ``scratch`` W's: 2 makes the scans use the scratch's two halves in turn."""
     w = size[0] * size[1] * size[2]
     first = "5u32" if dtype == "u32" else "-0.5f32"
-    text = (TEXT.replace("CALL", CALLS[kind]).replace("OP", op).replace("FIRST", first).replace("WX", str(size[0]))
+    text = (TEXT.replace("SCRATCH", str(scratch * w)).replace("CALL", CALLS[kind]).replace("OP", op).replace("FIRST", first).replace("WX", str(size[0]))
             .replace("WY", str(size[1])).replace("WZ", str(size[2])).replace("W", str(w)).replace("T", dtype))
     return parse_program(text)
 
@@ -86,12 +87,13 @@ CASES = [("u32", "primitive.math.sub", lambda a, b: np.uint32((int(a) - int(b)) 
          ("f32", "primitive.math.add", lambda a, b: np.float32(a + b), np.float32(-0.5))]
 
 
+@pytest.mark.parametrize("scratch", [1, 2])
 @pytest.mark.parametrize("kind", list(CALLS))
 @pytest.mark.parametrize("size", SIZES, ids=str)
-def test_the_reference_gives_the_documented_order(kind, size):
+def test_the_reference_gives_the_documented_order(kind, size, scratch):
     w = size[0] * size[1] * size[2]
     for dtype, op, f, first in CASES:
-        p = program(kind, size, dtype, op)
+        p = program(kind, size, dtype, op, scratch)
         assert not validate(p), validate(p)
         x = _inputs(dtype, GROUPS * w)
         got = REF.dispatch(p, [x], DispatchConfig(grid=(GROUPS, 1, 1)))[0]
@@ -114,11 +116,12 @@ def test_the_order_is_not_trivially_met(kind):
     assert got[:64].tobytes() != np.array(other, dtype=np.uint32).tobytes()
 
 
+@pytest.mark.parametrize("scratch", [1, 2])
 @pytest.mark.parametrize("kind", list(CALLS))
 @pytest.mark.parametrize("size", [(7, 1, 1), (48, 1, 1), (64, 1, 1), (8, 4, 2)], ids=str)
-def test_the_simulator_matches_the_reference(kind, size):
+def test_the_simulator_matches_the_reference(kind, size, scratch):
     for dtype, op, _, _ in CASES:
-        p = program(kind, size, dtype, op)
+        p = program(kind, size, dtype, op, scratch)
         x = _inputs(dtype, GROUPS * size[0] * size[1] * size[2])
         assert_matches(p, [x], REF.dispatch(p, [x], DispatchConfig(grid=(GROUPS, 1, 1))), grid=(GROUPS, 1, 1))
 
@@ -289,3 +292,8 @@ def test_a_routine_parameter_names_the_op():
 
     assert param_uses("let r = workgroup.reduce($combine, v, part)", "k") == {"combine": frozenset({"op"})}
     assert param_uses("let r = f($combine, v)", "k") == {"combine": frozenset({"value"})}
+
+
+def test_a_doubled_scratch_halves_a_scans_barriers():
+    one, two = (program("inclusive_scan", (256, 1, 1), "f32", "primitive.math.add", k).to_text() for k in (1, 2))
+    assert one.count("barrier") == 2 + 2 * 7 and two.count("barrier") == 2 + 7

@@ -382,7 +382,7 @@ class ProgramBuilder:
         if problem is not None:
             raise VyreError(Diagnostic(problem[0], problem[1], where, problem[2]))
         vals = [lift(v) for v in operands]
-        self._emit(expand(kind, name, True, op, [v.expr for v in vals], sname, self.workgroup))
+        self._emit(expand(kind, name, True, op, [v.expr for v in vals], sname, self.workgroup, decl.count if decl else 0))
         self._types[name] = vals[0].dtype
         return Val(Var(name), vals[0].dtype)
 

@@ -250,7 +250,7 @@ class Parser(ExprParser):
         problem = collective_problem(kind, scratch, decl, self.workgroup)
         if problem is not None:
             self.error(tok, *problem)
-        return expand(kind, dest, declare, op, operands, scratch, self.workgroup)
+        return expand(kind, dest, declare, op, operands, scratch, self.workgroup, decl.count if decl else 0)
 
     def if_stmt(self) -> If:
         self.expect("if")

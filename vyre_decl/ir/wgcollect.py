@@ -109,8 +109,9 @@ def _reduce(op: str, dest: str, scratch: str | None, w: int, t: Expr) -> list[No
     return out
 
 
-def _scan(op: str, dest: str, first: Expr | None, scratch: str | None, w: int, t: Expr) -> list[Node]:
-    """Hillis-Steele over the workgroup: through ``scratch`` where W > 32, by shuffles in one subgroup."""
+def _scan(op: str, dest: str, first: Expr | None, scratch: str | None, w: int, t: Expr, double: bool) -> list[Node]:
+    """Hillis-Steele over the workgroup: through ``scratch`` where W > 32 (``double``: its two halves
+    in turn, one barrier a step), by shuffles in one subgroup."""
     r = Var(dest)
     out: list[Node] = []
     k = 1
@@ -123,15 +124,25 @@ def _scan(op: str, dest: str, first: Expr | None, scratch: str | None, w: int, t
             out.append(Assign(dest, Select(_lt(t, 1), first, Op("subgroup.shuffle_up", (r, _u32(1))))))
         return out
     out += [Barrier(), Store(scratch, t, r), Barrier()]
+    half = 0  # where the values of this step are: scratch[half + s]
     while k < w:
-        before = Load(scratch, Op("primitive.math.sub", (t, _u32(k))))
+        before = Load(scratch, Op("primitive.math.sub", (_at(t, half), _u32(k))))
         out.append(If(Op("primitive.compare.ge", (t, _u32(k))), (Assign(dest, Op(op, (before, r))),)))
         if 2 * k < w or first is not None:
-            out += [Barrier(), Store(scratch, t, r), Barrier()]
+            if double:
+                half = w - half
+                out += [Store(scratch, _at(t, half), r), Barrier()]
+            else:
+                out += [Barrier(), Store(scratch, t, r), Barrier()]
         k *= 2
     if first is not None:
-        out.append(Assign(dest, Select(_lt(t, 1), first, Load(scratch, Op("primitive.math.sub", (t, _u32(1)))))))
+        last = Load(scratch, Op("primitive.math.sub", (_at(t, half), _u32(1))))
+        out.append(Assign(dest, Select(_lt(t, 1), first, last)))
     return out
+
+
+def _at(t: Expr, base: int) -> Expr:
+    return t if base == 0 else Op("primitive.math.add", (t, _u32(base)))
 
 
 def _broadcast(dest: str, k: Expr, scratch: str | None, w: int, t: Expr) -> list[Node]:
@@ -142,11 +153,12 @@ def _broadcast(dest: str, k: Expr, scratch: str | None, w: int, t: Expr) -> list
 
 
 def expand(kind: str, dest: str, declare: bool, op: str | None, operands: Sequence[Expr], scratch: str | None,
-           workgroup: Sequence[int]) -> Region:
+           workgroup: Sequence[int], scratch_count: int = 0) -> Region:
     """The region a checked collective (``collective_problem`` gave None) stands for: ``dest`` (a
     new variable where ``declare``) is first bound to the value ``operands[0]`` (evaluated once), then
     gets the collective's value in every invocation. The other operand (``first``, ``k``) is read
-    where the expansion uses it."""
+    where the expansion uses it. A scan whose scratch holds ``scratch_count`` >= 2 W elements uses
+    its two halves in turn (one barrier a step instead of two; the same order)."""
     w = workgroup[0] * workgroup[1] * workgroup[2]
     t = _linear_id(workgroup)
     head: list[Node] = [Let(dest, operands[0]) if declare else Assign(dest, operands[0])]
@@ -157,5 +169,5 @@ def expand(kind: str, dest: str, declare: bool, op: str | None, operands: Sequen
         body = _broadcast(dest, operands[1], scratch, w, t)
     else:
         assert op is not None
-        body = _scan(op, dest, operands[1] if kind == "exclusive_scan" else None, scratch, w, t)
+        body = _scan(op, dest, operands[1] if kind == "exclusive_scan" else None, scratch, w, t, scratch_count >= 2 * w)
     return Region(f"workgroup.{kind}", tuple(head + body))
