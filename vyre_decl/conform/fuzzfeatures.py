@@ -127,8 +127,8 @@ def wg_collectives(seed: int) -> bool:
 def wg_collective(gen: _Gen, buffers: list[BufferDecl], workgroup: int) -> list[Node]:
     """In a program drawing ``wg_collectives``, at the top level (uniform control flow, before any
     return): one or two collectives over an expression of the program, OP a binary (T, T) -> T op
-    of the registry that shows no NaN's bits, the scratch a workgroup array ``wc`` it declares (left
-    out half the time where the workgroup is one subgroup); each result is a variable the rest of
+    of the registry that shows no NaN's bits, the scratch a workgroup array ``wc`` of W or 2 W elements
+    it declares (left out half the time where the workgroup is one subgroup); each result is a variable the rest of
     the program may read. Draws from the program's stream only in such a program."""
     r = gen.rng
     if not gen.ops.collective[D.U32]:  # no subgroup ops in this registry: the expansion needs them
@@ -138,10 +138,11 @@ def wg_collective(gen: _Gen, buffers: list[BufferDecl], workgroup: int) -> list[
     if not uses:
         return []
     scratch: str | None = "wc"
+    count = workgroup * r.choice((1, 2))  # 2 W: a scan uses the two halves in turn
     if workgroup <= 32 and r.random() < 0.5:
-        scratch = None
+        scratch, count = None, 0
     else:
-        buffers.append(BufferDecl("wc", Access.WORKGROUP, t, count=workgroup))
+        buffers.append(BufferDecl("wc", Access.WORKGROUP, t, count=count))
     out: list[Node] = []
     for _ in range(r.randint(1, 2)):
         kind = r.choice(tuple(KINDS))
@@ -154,7 +155,7 @@ def wg_collective(gen: _Gen, buffers: list[BufferDecl], workgroup: int) -> list[
             operands = [value] + ([Lit.of(t, r.randrange(5))] if kind == "exclusive_scan" else [])
         name = gen.fresh()
         out.append(expand(kind, name, True, None if kind == "broadcast" else r.choice(uses).op, operands, scratch,
-                          (workgroup, 1, 1)))
+                          (workgroup, 1, 1), count))
         gen.scopes[-1][name] = t
     return out
 
