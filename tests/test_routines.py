@@ -133,6 +133,10 @@ def test_bad_calls_raise_stable_codes():
     with pytest.raises(VyreError) as e:
         routine("reduce.nope")
     assert e.value.codes == ["U015"] and "reduce.sum" in str(e.value)
+    for not_an_id in (["reduce.sum"], None, 5):  # a raw TypeError (unhashable list) before
+        with pytest.raises(VyreError) as e:
+            routine(not_an_id)
+        assert e.value.codes == ["U015"] and "string" in str(e.value) and "Fix" in str(e.value)
     with pytest.raises(VyreError) as e:
         routine("reduce.sum")(np.zeros(4, np.int16), backend="reference")
     assert e.value.codes == ["U012"] and "Fix:" in str(e.value)

@@ -20,7 +20,7 @@ def _indices(where: str, idx: Any, size: int, name: str = "indices") -> np.ndarr
     arr = intake(where, idx, name)
     if arr.dtype.kind not in "iu":
         raise fail("L007", where, f"{name} has dtype {arr.dtype}; indices are integers",
-                   "pass integer indices (round floats yourself, deliberately)")
+                   "pass an integer array of indices (numpy refuses float indices as well)")
     if arr.size:
         low, high = int(arr.min()), int(arr.max())
         if low < -size or high >= size:

@@ -168,6 +168,9 @@ def _backend(backend: Any, registry: Registry | None = None) -> Any:
 def routine(routine_id: str, registry: Registry | None = None) -> Routine:
     """The routine called ``routine_id`` (of ``registry``'s routine files, default the standard
     ones and VYRE_DECL_OPS_PATH); raises VyreError (U015) naming the known ones otherwise."""
+    if not isinstance(routine_id, str):
+        raise VyreError.one("U015", f"a routine id is a string, not {type(routine_id).__name__} {routine_id!r:.60}",
+                            "vyre_decl.routines.routine", "pass the id as a string, e.g. routine(\"reduce.sum\")")
     found, diags, handles = _load(registry)
     d = found.get(routine_id)
     if d is None:
