@@ -133,6 +133,15 @@ def test_bad_calls_raise_stable_codes():
     with pytest.raises(VyreError) as e:
         routine("reduce.nope")
     assert e.value.codes == ["U015"] and "reduce.sum" in str(e.value)
+    # U012's Fix converts only where no value changes (it suggested astype(np.uint32) for float16)
+    for rid, arr, fix in [("reduce.sum", np.zeros(4, np.float16), "arr.astype(np.float32)"),
+                          ("reduce.sum", np.zeros(4, ">f4"), "arr.astype(np.float32)"),
+                          ("reduce.sum", np.zeros(4, np.int8), "arr.astype(np.int32)"),
+                          ("sort.radix", np.zeros(4, np.int32), "deliberately")]:
+        with pytest.raises(VyreError) as e:
+            routine(rid)(arr, backend="reference")
+        text = str(e.value)
+        assert e.value.codes == ["U012"] and fix in text and ("astype" not in text or fix.startswith("arr.")), text
     for not_an_id in (["reduce.sum"], None, 5):  # a raw TypeError (unhashable list) before
         with pytest.raises(VyreError) as e:
             routine(not_an_id)

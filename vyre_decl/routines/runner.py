@@ -35,8 +35,7 @@ def bind_types(routine: RoutineDef, dtypes: Sequence[np.dtype]) -> dict[str, Dat
         got = next((t for t in allowed if np.dtype(t.storage_dtype) == dtype), None)
         if got is None:
             raise VyreError.one("U012", f"input {spec.name!r} has dtype {dtype}, which {routine.id} does not take",
-                                where, f"pass one of {', '.join(t.value for t in allowed)} "
-                                f"(convert with arr.astype(np.{np.dtype(allowed[0].storage_dtype).name}))")
+                                where, f"pass one of {', '.join(t.value for t in allowed)}{_exact_conversion(dtype, allowed)}")
         if spec.dtype in routine.types:
             if binding.get(spec.dtype, got) is not got:
                 raise VyreError.one("U012", f"inputs disagree on {spec.dtype}: {binding[spec.dtype].value} and {got.value}",
@@ -45,6 +44,16 @@ def bind_types(routine: RoutineDef, dtypes: Sequence[np.dtype]) -> dict[str, Dat
     for var, types in routine.types.items():
         binding.setdefault(var, types[0])
     return binding
+
+
+def _exact_conversion(dtype: np.dtype, allowed: Sequence[DataType]) -> str:
+    """How to convert ``dtype`` to an allowed type without changing a value (the narrowest type
+    that holds every value exactly), or a warning that none does: a Fix never suggests a lossy
+    conversion."""
+    exact = [np.dtype(t.storage_dtype) for t in allowed if np.can_cast(dtype, np.dtype(t.storage_dtype), "safe")]
+    if exact:
+        return f" (exact: arr.astype(np.{min(exact, key=lambda d: d.itemsize).name}))"
+    return f"; none of them holds every {dtype} value exactly, so choose the conversion deliberately"
 
 
 MAX_COUNT = 2**32 - 1
