@@ -31,11 +31,9 @@ def _size(shape: tuple[int, ...]) -> int:
     return int(np.prod(shape, dtype=np.int64))
 
 
-def _transposed(buf: Any, rows: int, cols: int, be: Any, owned: list[Any]) -> Any:
+def _transposed(buf: Any, rows: int, cols: int, be: Any) -> Any:
     """``buf`` (rows x cols, row-major) transposed on the device (a buffer the caller frees)."""
-    out = routine("data.transpose").resident(buf, backend=be, rows=rows, cols=cols)
-    owned.append(out)
-    return out
+    return routine("data.transpose").resident(buf, backend=be, rows=rows, cols=cols)
 
 
 def _leaf(where: str, x: Any, backend: Any) -> tuple[Any, Any, np.dtype, tuple[int, ...]]:
@@ -59,6 +57,28 @@ def _run(where: str, be: Any, text: str | None, src: Any, out_type: str, count: 
     return out
 
 
+def _rows_moved(where: str, be: Any, buf: Any, p: int, r: int, q: int, text: str | None, out_type: str,
+                per_row: int) -> Any:
+    """The rows program ``text`` (P Q rows of R elements, ``per_row`` outputs each) over ``buf``
+    viewed as (P, R, Q): one transpose of (P R) x Q brings R last ((Q, P, R); none where Q is 1 or
+    the array is empty), and one of the outputs (Q, P per_row) puts them in C order (P per_row, Q)."""
+    owned: list[Any] = []
+    try:
+        moved = buf
+        if q > 1 and p * r * q:
+            moved = _transposed(buf, p * r, q, be)
+            owned.append(moved)
+        found = _run(where, be, text, moved, out_type, p * q * per_row)
+        if moved is not buf and p * per_row > 1:
+            owned.append(found)
+            found = _transposed(found, q, p * per_row, be)
+        return found
+    finally:
+        for b in owned:
+            if not b.freed:
+                b.free()
+
+
 def _over_run(where: str, x: Any, backend: Any, axes: tuple[int, ...], out_type: Callable[[np.dtype], str],
               text: Callable[[np.dtype, int, int], str]) -> Any:
     """The rows program ``text(dtype, rows, cols)`` over the axes ``axes`` (adjacent) moved last:
@@ -75,19 +95,7 @@ def _over_run(where: str, x: Any, backend: Any, axes: tuple[int, ...], out_type:
         p, r, q = _size(shape), 1, 1
     else:
         p, r, q = _size(shape[:axes[0]]), _size(shape[axes[0]:axes[-1] + 1]), _size(shape[axes[-1] + 1:])
-    owned: list[Any] = []
-    try:
-        moved = _transposed(buf, p * r, q, be, owned) if q > 1 and p * r * q else buf  # (Q, P, R)
-        rows = p * q
-        found = _run(where, be, text(dtype, rows, r), moved, out_type(dtype), rows)
-        if q > 1 and p > 1 and r:
-            owned.append(found)
-            found = _transposed(found, q, p, be, [])  # (Q, P) -> (P, Q)
-        return found
-    finally:
-        for b in owned:
-            if not b.freed:
-                b.free()
+    return _rows_moved(where, be, buf, p, r, q, text(dtype, p * q, r), out_type(dtype), 1)
 
 
 def axis_fold(where: str, x: Any, backend: Any, axis: Any) -> Any:
@@ -127,16 +135,4 @@ def axis_scan(where: str, x: Any, backend: Any, axis: Any) -> Any:
         raise fail("L004", where, f"axis={axis!r}: {where} takes one axis or None", "pass an int or None")
     (k,) = norm_axes(where, axis, len(shape)) or (0,)
     p, n, q = _size(shape[:k]), shape[k] if shape else 1, _size(shape[k + 1:])
-    owned: list[Any] = []
-    try:
-        moved = _transposed(buf, p * n, q, be, owned) if q > 1 and p * n * q else buf  # (Q, P, N)
-        text = scan_text(ROW_SCANS[where], dtype, p * q, n)
-        found = _run(where, be, text, moved, storage_type(dtype), p * q * n)
-        if q > 1 and p * n * q:
-            owned.append(found)
-            found = _transposed(found, q, p * n, be, [])  # (Q, P N) -> (P N, Q)
-        return found
-    finally:
-        for b in owned:
-            if not b.freed:
-                b.free()
+    return _rows_moved(where, be, buf, p, n, q, scan_text(ROW_SCANS[where], dtype, p * q, n), storage_type(dtype), n)
