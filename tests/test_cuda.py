@@ -555,3 +555,14 @@ def test_an_ordered_comparison_with_the_abs_of_a_nan_is_false(cuda, ref):
     inputs = [np.array([0.0, np.nan, 1.0])]
     assert ref.dispatch(p, inputs)[0].tolist() == [True, False, True]
     assert cuda.dispatch(p, inputs)[0].tolist() == [True, False, True]
+
+
+def test_what_reads_the_abs_of_min_sees_a_negative_number(cuda, ref):
+    """conform --fuzz (seed 614, H200): ptxas took abs.s32 (IABS) for never negative and computed
+    abs(MIN) % 7 as an unsigned remainder (2, not -2); integer abs is now max(a, -a)
+    (ops/primitive.math.toml, corpus/50)."""
+    p = parse_program("program t workgroup(64, 1, 1) {\n  buffer a: read i32[] @0\n  buffer o: write i32[len(a)] @1\n"
+                      "  let i = gid.x\n  o[i] = primitive.math.abs(a[i]) % 7i32\n}")
+    inputs = [np.array([-2**31, -9, 9], np.int32)]
+    assert ref.dispatch(p, inputs)[0].tolist() == [-2, 2, 2]
+    assert cuda.dispatch(p, inputs)[0].tolist() == [-2, 2, 2]

@@ -16,8 +16,9 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from ..ir.nodes import Assign, Atomic, Block, Expr, If, Let, Lit, Load, Loop, Node, Op, Program, Region, Select, Store, Wait
-from ..ir.walk import children
+from ..ir.nodes import (Assign, Atomic, Block, Expr, If, Let, Lit, Load, Loop, Node, Op, Program, Region, Select, Store,
+                        Var, Wait)
+from ..ir.walk import children, statements, subexprs
 from ..ir.scalars import CANONICAL_NAN, ScalarError, decode, encode
 from ..ir.types import DataType
 
@@ -130,7 +131,7 @@ def shrink_program_inputs(
 
 _ZEROS = tuple(Lit(t, 0) for t in (DataType.U32, DataType.I32, DataType.F32, DataType.U64, DataType.I64,
                                    DataType.F64, DataType.BOOL))
-_EXPR_FIELDS = {Let: ("value",), Assign: ("value",), Store: ("index", "value"), If: ("cond",), Loop: ("start", "end")}
+_EXPR_FIELDS = {Let: ("value",), Assign: ("value",), Store: ("value",), If: ("cond",), Loop: ("start", "end")}
 
 
 def _with_child(e: Expr, k: int, new: Expr) -> Expr:
@@ -148,38 +149,68 @@ def _with_child(e: Expr, k: int, new: Expr) -> Expr:
     return replace(e, index=kids[0], args=tuple(kids[1:]))
 
 
+def _hides_an_atomic(e: Expr) -> bool:
+    """``select(atomic != 0, c, c)``: an update whose old value never shows, because both arms are
+    the same. Its arms change only together, and it is never replaced by its condition."""
+    return isinstance(e, Select) and any(isinstance(x, Atomic) for x in subexprs(e.cond))
+
+
 def _simpler_exprs(e: Expr) -> Iterator[Expr]:
     """``e`` with one part made simpler: the whole a zero or a sub-expression, or one part inside."""
     if not isinstance(e, Lit):
         yield from _ZEROS
+    if _hides_an_atomic(e):
+        assert isinstance(e, Select)
+        yield e.if_true
+        for alt in _simpler_exprs(e.cond):
+            yield _with_child(e, 0, alt)
+        return
     yield from children(e)
     for k, child in enumerate(children(e)):
         for alt in _simpler_exprs(child):
             yield _with_child(e, k, alt)
 
 
-def _simpler_node(n: Node) -> Iterator[Node]:
+def _addresses(body: Sequence[Node]) -> frozenset[str]:
+    """The variables a store's index reads, directly or through lets: the shrinker keeps them, so
+    that a smaller program never has two invocations storing to one element (a race, whose
+    winner is unspecified, is no counterexample)."""
+    lets = {n.name: n.value for n in statements(body) if isinstance(n, (Let, Assign))}
+    todo = [x.name for n in statements(body) if isinstance(n, Store) for x in subexprs(n.index) if isinstance(x, Var)]
+    kept: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name not in kept:
+            kept.add(name)
+            if name in lets:
+                todo.extend(x.name for x in subexprs(lets[name]) if isinstance(x, Var))
+    return frozenset(kept)
+
+
+def _simpler_node(n: Node, kept: frozenset[str]) -> Iterator[Node]:
     if isinstance(n, If):
         yield Block(n.then)
         if n.otherwise:
             yield Block(n.otherwise)
-        yield from (replace(n, then=b) for b in _simpler_bodies(n.then))
-        yield from (replace(n, otherwise=b) for b in _simpler_bodies(n.otherwise))
+        yield from (replace(n, then=b) for b in _simpler_bodies(n.then, kept))
+        yield from (replace(n, otherwise=b) for b in _simpler_bodies(n.otherwise, kept))
     elif isinstance(n, (Loop, Block, Region)):
-        yield from (replace(n, body=b) for b in _simpler_bodies(n.body))
+        yield from (replace(n, body=b) for b in _simpler_bodies(n.body, kept))
+    if isinstance(n, (Let, Assign)) and n.name in kept:
+        return
     node: Any = n  # every statement class is a dataclass
     for name in _EXPR_FIELDS.get(type(n), ()):
         yield from (replace(node, **{name: alt}) for alt in _simpler_exprs(getattr(n, name)))
 
 
-def _simpler_bodies(body: tuple[Node, ...]) -> Iterator[tuple[Node, ...]]:
+def _simpler_bodies(body: tuple[Node, ...], kept: frozenset[str]) -> Iterator[tuple[Node, ...]]:
     for k in range(len(body)):  # drop one statement: the biggest steps first
         yield body[:k] + body[k + 1:]
     for k, n in enumerate(body):  # a block's statements in its place
         if isinstance(n, (Block, Region)):
             yield body[:k] + n.body + body[k + 1:]
     for k, n in enumerate(body):
-        yield from (body[:k] + (alt,) + body[k + 1:] for alt in _simpler_node(n))
+        yield from (body[:k] + (alt,) + body[k + 1:] for alt in _simpler_node(n, kept))
 
 
 def shrink_program(program: Program, registry: Any, still_fails: Callable[[Program], bool],
@@ -191,7 +222,7 @@ def shrink_program(program: Program, registry: Any, still_fails: Callable[[Progr
     current, budget, progress = program, attempts, True
     while progress and budget > 0:
         progress = False
-        for body in _simpler_bodies(current.body):
+        for body in _simpler_bodies(current.body, _addresses(current.body)):
             candidate = replace(current, body=body)
             if validate(candidate, registry):
                 continue
