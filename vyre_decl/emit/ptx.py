@@ -66,6 +66,7 @@ from .ordered import _OrderedMemory, atom_qualifiers, qualifiers
 from .private import private_slot
 from .prologue import _Prologue
 from .ranges import _ProvenBounds, at
+from .rewrite import rewritten
 from .registers import _B16, _BITS, _MEM_TYPE, _REG
 from .vcopy import _VectorCopy
 
@@ -220,6 +221,11 @@ class _Emitter(_Prologue, _OrderedMemory, _VectorCopy, _ProvenBounds):
 
     def op(self, e: Op) -> tuple[str, DataType, bool]:
         op = self.registry.get(e.op)
+        if op.rewrites:
+            alt = rewritten(e, self.registry, self.index_ranges())
+            if alt is not None:
+                self.comment(f"rewritten {e.op}: {print_expr(alt)}")
+                return self.expr(alt)
         args = [self.expr(a) for a in e.args]
         sig = op.signature
         binding, out_t = sig.bind([t for _, t, _ in args], dict(e.types))

@@ -16,16 +16,16 @@ where the index's interval lies below the static count, the test is provably tru
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from ..ir.nodes import (Assign, Atomic, Block, BufferDecl, BufLen, Copy, Expr, Id, IdKind, If, Let, Lit, Load, Loop, Node, Op,
                         Program, Region, Select, Store, Var, Wait)
 from ..ir.types import DataType
 from ..ir.walk import statements
-from ..registry import Registry
+from ..registry import OpDef, Registry
 from ..registry.ranges import parse_range
 
-__all__ = ["IndexRanges", "type_range", "at"]
+__all__ = ["IndexRanges", "type_range", "law_env", "at"]
 
 Interval = tuple[int, int]
 _Value = tuple["DataType | None", "Interval | None"]  # (type, interval where the type is unsigned)
@@ -53,6 +53,7 @@ class IndexRanges:
         self.buffers = {b.name: b for b in program.buffers}
         self.assigned = {n.name for n in statements(program.body) if isinstance(n, Assign)}
         self.found: dict[int, Interval] = {}
+        self.types: dict[int, DataType] = {}  # of the nodes in found
         self.keep: list[Expr] = []  # the nodes whose ids are keys (alive as long as this object)
         self.body(program.body, {})
 
@@ -63,6 +64,14 @@ class IndexRanges:
 
     def interval(self, e: Expr) -> Interval | None:
         return self.found.get(id(e))
+
+    def unsigned(self, e: Expr) -> tuple[DataType, Interval] | None:
+        """The type and interval of an unsigned expression met by the analysis, or of any unsigned
+        literal (those inside an op's compose too); None otherwise."""
+        if isinstance(e, Lit):
+            return (e.dtype, (e.bits, e.bits)) if _unsigned(e.dtype) else None
+        iv = self.found.get(id(e))
+        return None if iv is None else (self.types[id(e)], iv)
 
     # --- statements
     def body(self, nodes: tuple[Node, ...], env: dict[str, _Value]) -> None:
@@ -115,6 +124,8 @@ class IndexRanges:
             self.found[key] = iv if old is None else _join(old, iv)
             if old is None:
                 self.keep.append(e)
+                assert t is not None
+                self.types[key] = t
         return t, iv
 
     def _expr(self, e: Expr, env: Mapping[str, _Value]) -> _Value:
@@ -159,15 +170,7 @@ class IndexRanges:
         if not op.ranges or not all(_unsigned(t) for t in types):
             return out, result
         tvars = op.binding_map(binding)
-        values: dict[str, int] = {}
-        for p, (t, iv) in zip(op.signature.inputs, args):
-            assert t is not None
-            lo, hi = iv if iv is not None else type_range(t)
-            values[f"{p.name}.lo"], values[f"{p.name}.hi"] = lo, hi
-        for var, vt in tvars.items():
-            values[f"{var}.bits"] = vt.bits
-            values[f"{var}.min"], values[f"{var}.max"] = (-(1 << (vt.bits - 1)), (1 << (vt.bits - 1)) - 1) \
-                if vt.is_signed else type_range(vt) if vt.is_int else (0, 0)
+        values = law_env(op, tvars, [iv if iv is not None else type_range(t) for t, iv in args if t is not None])
         operands = tuple(p.name for p in op.signature.inputs)
         for law in op.ranges:
             if not law.applies(tvars):
@@ -179,6 +182,19 @@ class IndexRanges:
         if result[0] > result[1]:  # no value fits every law: claim nothing rather than trust an empty set
             return out, type_range(out)
         return out, result
+
+
+def law_env(op: OpDef, tvars: Mapping[str, DataType], intervals: Sequence[Interval]) -> dict[str, int]:
+    """What a range or rewrite law's formulas read: each operand's ``x.lo``/``x.hi`` and each type
+    variable's ``T.bits``, ``T.min``, ``T.max``."""
+    values: dict[str, int] = {}
+    for p, (lo, hi) in zip(op.signature.inputs, intervals):
+        values[f"{p.name}.lo"], values[f"{p.name}.hi"] = lo, hi
+    for var, vt in tvars.items():
+        values[f"{var}.bits"] = vt.bits
+        values[f"{var}.min"], values[f"{var}.max"] = (-(1 << (vt.bits - 1)), (1 << (vt.bits - 1)) - 1) \
+            if vt.is_signed else type_range(vt) if vt.is_int else (0, 0)
+    return values
 
 
 def at(p: str) -> str:
@@ -198,6 +214,9 @@ class _ProvenBounds:
     def proven(self, decl: BufferDecl, index: Expr, count: int | None = None) -> bool:
         if not decl.access.is_scratch:
             return False  # a global buffer's length is known only at run time
+        return self.index_ranges().in_range(index, decl.count if count is None else count)
+
+    def index_ranges(self) -> IndexRanges:
         if self._index_ranges is None:
             self._index_ranges = IndexRanges(self.program, self.registry)
-        return self._index_ranges.in_range(index, decl.count if count is None else count)
+        return self._index_ranges

@@ -21,6 +21,7 @@ from ..ir.signature import OpSignature, SignatureError
 from ..ir.validation import ExprFault, infer_type
 from ..ir.walk import children, subexprs
 from .files import FileResult, semver_key
+from .rewrites import parse_rewrite
 from .model import DialectInfo, OpDef
 from .opsig import location
 from .registry import Registry
@@ -149,9 +150,43 @@ def _cross_checks(ops: Mapping[str, OpDef]) -> dict[str, list[Diagnostic]]:
         for law in op.laws:
             if law.over is not None:
                 _check_over(op, law.over, ops, fail)
+        for i, law in enumerate(op.rewrites):
+            _check_rewrite(op, i, law.text, ops, fail)
     if not problems and not _check_cycles(graph, ops, fail):
         _check_inline_size(graph, sites, ops, fail)
     return problems
+
+
+def _check_rewrite(op: OpDef, i: int, text: str, ops: Mapping[str, OpDef], fail: Any) -> None:
+    """A rewrite law's result has the op's result type for every binding it applies to: the op it
+    calls exists and takes the operands' types (formulas: the result type) (D022)."""
+    operands = tuple(p.name for p in op.signature.inputs)
+    rule, _ = parse_rewrite(text, operands, tuple(op.signature.type_var_names()))
+    for binding in op.bindings():
+        if not op.rewrites[i].applies(op.binding_map(binding)):
+            continue
+        out = op.output_type(binding)
+        types = dict(zip(operands, op.input_types(binding)))
+        args = [types[a] if isinstance(a, str) else out for a in rule.args]
+        if _rewrite_type(rule.op, args, ops) is not out:
+            fail(op, "D022", f"rewrites[{i}]", f"rewrite law {text!r}: for {out}, {rule.op or 'its result'} does not "
+                 f"exist or does not give a {out} from {', '.join(t.value for t in args)}",
+                 "call an op that exists and takes these types, or restrict the law with @")
+            return
+
+
+def _rewrite_type(callee: str | None, args: list[DataType], ops: Mapping[str, OpDef]) -> DataType | None:
+    """The type of a rewrite's result: its one argument's, or what ``callee`` gives for ``args``
+    (None where it does not exist or does not take them)."""
+    if callee is None:
+        return args[0]
+    target = ops.get(callee)
+    if target is None:
+        return None
+    try:
+        return target.signature.bind(args, {})[1]
+    except SignatureError:
+        return None
 
 
 def _calls(e: Expr, variables: Mapping[str, DataType], table: _Table) -> list[tuple[Op, Node]]:

@@ -123,6 +123,7 @@ class OpDef:
     doc: str = ""
     traits: frozenset[str] = frozenset()  # names from TRAITS
     ranges: tuple[LawDef, ...] = ()  # range laws: LawDef("range", when=..., text=...) (registry/ranges.py)
+    rewrites: tuple[LawDef, ...] = ()  # rewrite laws: LawDef("rewrite", when=..., text=...) (registry/rewrites.py)
     _bindings: list[Binding] = field(default_factory=list, compare=False, repr=False)
 
     @property

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Final, Mapping
+from typing import Any, Callable, Final, Mapping
 
 from ..ir.diagnostics import Diagnostic, message_and_fix
 from ..ir.nodes import Atomic, BufLen, Expr, Id, Load, Wait
@@ -28,6 +28,7 @@ from .kats import kat_group
 from .laws import CATALOGUE, LawSyntaxError, law_fits, parse_law
 from .model import TRAITS, Compose, Kat, LawDef, OpDef, Template
 from .ranges import RangeLawError, parse_range
+from .rewrites import parse_rewrite
 from .opsig import _OpBase, location
 from .references import COLLECTIVE, REFERENCES
 from .templates import ATOMIC_PLACEHOLDERS, BIT_REGISTERS, COLLECTIVE_PLACEHOLDERS, ParsedTemplate, TemplateError, instantiate, parse_template
@@ -80,6 +81,7 @@ class _OpBuilder(_OpBase):
         templates = self.templates(temps) if temps is not None else {}
         laws = self.laws()
         ranges = self.ranges()
+        rewrites = self.rewrites()
         waivers = self.waivers()
         accuracy = self.accuracy()
         kats = self.kats()
@@ -87,7 +89,7 @@ class _OpBuilder(_OpBase):
             return None
         return OpDef(self.id, self.dialect, f["summary"], sig, laws, waivers, references, compose,
                      _text(f.get("compose")), templates, accuracy, kats, self.path, f.get("doc") or "",
-                     self.traits(), ranges=ranges)
+                     self.traits(), ranges=ranges, rewrites=rewrites)
 
     def temps(self) -> dict[str, str] | None:
         temps = {}
@@ -279,24 +281,35 @@ class _OpBuilder(_OpBase):
         """The range laws (registry/ranges.py), kept as LawDef("range", text=...) records: each
         parses (D018), names only operand bounds and type constants (D019) and applies to at least
         one binding, every one of them with unsigned operands and result (D020)."""
+        return self._unsigned_laws("ranges", "range", parse_range, "D018", "D020")
+
+    def rewrites(self) -> tuple[LawDef, ...]:
+        """The rewrite laws (registry/rewrites.py), kept as LawDef("rewrite", text=...) records: each
+        parses and names only operands, bounds, type constants and functions of the vocabulary
+        (D021), and applies to at least one binding, every one of them unsigned (D022). That the op
+        it calls exists is link.py's check."""
+        return self._unsigned_laws("rewrites", "rewrite", parse_rewrite, "D021", "D022")
+
+    def _unsigned_laws(self, key: str, kind: str, parse: Callable[[str, tuple[str, ...], tuple[str, ...]], tuple[Any, str | None]],
+                       syntax: str, fit: str) -> tuple[LawDef, ...]:
         out = []
         operands = tuple(p.name for p in self.sig.inputs)
-        for i, text in enumerate(self.f.get("ranges") or ()):
-            fld = f"ranges[{i}]"
+        for i, text in enumerate(self.f.get(key) or ()):
+            fld = f"{key}[{i}]"
             try:
-                _, when_text = parse_range(text, operands, tuple(self.type_vars))
+                _, when_text = parse(text, operands, tuple(self.type_vars))
             except RangeLawError as exc:
                 self.err(exc.code, fld, exc.message, exc.fix)
                 continue
-            when = self.when(when_text, fld, code="D018") if when_text else None
+            when = self.when(when_text, fld, code=syntax) if when_text else None
             if when_text and when is None:
                 continue
-            law = LawDef("range", when=when, text=text)
+            law = LawDef(kind, when=when, text=text)
             fits = [b for b in self.bindings if law.applies(dict(zip(self.type_vars, b)))]
             wrong = [b for b in fits if not all(t.is_int and not t.is_signed for t in self._types(b))]
             if not fits or wrong:
                 why = "applies to no binding of the op" if not fits else f"applies to {self.describe(wrong[0])}"
-                self.err("D020", fld, f"range law {text!r} {why}; range laws hold for unsigned integer operands "
+                self.err(fit, fld, f"{kind} law {text!r} {why}; {kind} laws hold for unsigned integer operands "
                          "and results only", "restrict it with @uint (or the unsigned types it holds for)")
                 continue
             out.append(law)

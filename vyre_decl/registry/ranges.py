@@ -9,7 +9,8 @@ An op may declare ``ranges = [...]``: each entry bounds the result from the boun
 ``LO .. HI`` are integer formulas over ``x.lo``/``x.hi`` (the least and greatest value operand
 ``x`` may have), integer literals, a type variable's ``T.min``, ``T.max`` and ``T.bits``, the
 operators ``+ - * / % << >>`` (``/`` and ``%`` floor on these whole numbers), ``min(..)``,
-``max(..)`` and ``ones(x)`` (the least 2^k - 1 >= x). They are evaluated on unbounded integers, so
+``max(..)``, ``ones(x)`` (the least 2^k - 1 >= x) and ``log2(x)`` (the greatest k with 2^k <= x;
+not evaluable below 1). They are evaluated on unbounded integers, so
 a formula never wraps; ``if GUARD`` (comparisons joined by ``and``) says when the law holds, and
 ``@types`` restricts it to bindings as a law's ``@`` does. The law promises: for every operand value
 ``x`` with ``x.lo <= x <= x.hi`` (each operand), where the guard holds, the op's result r has
@@ -24,13 +25,22 @@ import ast
 from functools import lru_cache
 from typing import Callable, Final, Mapping
 
-__all__ = ["RangeLawError", "RangeFormula", "parse_range", "RANGE_FIELDS", "RANGE_TYPE_FIELDS"]
+__all__ = ["RangeLawError", "RangeFormula", "Formula", "parse_range", "parse_formula", "RANGE_FIELDS", "RANGE_TYPE_FIELDS"]
 
 RANGE_FIELDS: Final = ("lo", "hi")  # of an operand
 RANGE_TYPE_FIELDS: Final = ("min", "max", "bits")  # of a type variable
+
+
+def _log2(x: int) -> int:
+    if x < 1:
+        raise ValueError("log2 of a number below 1")
+    return x.bit_length() - 1
+
+
 _FUNCTIONS: Final[Mapping[str, Callable[..., int]]] = {
-    "min": min, "max": max, "ones": lambda x: (1 << max(0, int(x)).bit_length()) - 1,
+    "min": min, "max": max, "ones": lambda x: (1 << max(0, int(x)).bit_length()) - 1, "log2": _log2,
 }
+_ARITY: Final[Mapping[str, int]] = {"min": 2, "max": 2, "ones": 1, "log2": 1}
 _BINARY: Final[Mapping[type, Callable[[int, int], int]]] = {
     ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
     ast.Div: lambda a, b: a // b, ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b,
@@ -99,23 +109,23 @@ def _value(node: ast.expr, env: Env) -> int | bool:
     return all(_value(v, env) for v in node.values)
 
 
-def _check(node: ast.expr, text: str, operands: tuple[str, ...], type_vars: tuple[str, ...],
+def _check(node: ast.expr, label: str, operands: tuple[str, ...], type_vars: tuple[str, ...],
            names: set[str], boolean: bool) -> None:
     """Raise RangeLawError unless ``node`` is a formula of the vocabulary (``boolean``: a guard)."""
     def bad(what: str) -> RangeLawError:
-        return RangeLawError("D018", f"range law {text!r}: {what}",
+        return RangeLawError("D018", f"{label}: {what}",
                              'write "LO .. HI", "LO .. HI if GUARD" or either followed by @types, with formulas over '
-                             "x.lo, x.hi, T.min, T.max, T.bits, integers, + - * / % << >>, min, max and ones")
+                             "x.lo, x.hi, T.min, T.max, T.bits, integers, + - * / % << >>, min, max, ones and log2")
 
     if boolean:
         if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
             for v in node.values:
-                _check(v, text, operands, type_vars, names, True)
+                _check(v, label, operands, type_vars, names, True)
             return
         if not isinstance(node, ast.Compare) or not all(type(op) in _COMPARE for op in node.ops):
             raise bad("a guard must be comparisons joined by 'and'")
         for v in (node.left, *node.comparators):
-            _check(v, text, operands, type_vars, names, False)
+            _check(v, label, operands, type_vars, names, False)
         return
     if isinstance(node, ast.Constant) and type(node.value) is int:
         return
@@ -126,23 +136,23 @@ def _check(node: ast.expr, text: str, operands: tuple[str, ...], type_vars: tupl
             return
         known = [f"{o}.{f}" for o in operands for f in RANGE_FIELDS] + [f"{v}.{f}" for v in type_vars
                                                                          for f in RANGE_TYPE_FIELDS]
-        raise RangeLawError("D019", f"range law {text!r}: {owner}.{fld} is not a bound of an operand or a type",
+        raise RangeLawError("D019", f"{label}: {owner}.{fld} is not a bound of an operand or a type",
                             f"use one of {', '.join(known)}")
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-        _check(node.left, text, operands, type_vars, names, False)
-        _check(node.right, text, operands, type_vars, names, False)
+        _check(node.left, label, operands, type_vars, names, False)
+        _check(node.right, label, operands, type_vars, names, False)
         return
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        _check(node.operand, text, operands, type_vars, names, False)
+        _check(node.operand, label, operands, type_vars, names, False)
         return
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
         if node.func.id not in _FUNCTIONS:
-            raise RangeLawError("D019", f"range law {text!r}: no function {node.func.id!r}",
+            raise RangeLawError("D019", f"{label}: no function {node.func.id!r}",
                                 f"use one of {', '.join(_FUNCTIONS)}")
-        if len(node.args) != (1 if node.func.id == "ones" else 2):
-            raise bad(f"{node.func.id} takes {1 if node.func.id == 'ones' else 2} argument(s)")
+        if len(node.args) != _ARITY[node.func.id]:
+            raise bad(f"{node.func.id} takes {_ARITY[node.func.id]} argument(s)")
         for a in node.args:
-            _check(a, text, operands, type_vars, names, False)
+            _check(a, label, operands, type_vars, names, False)
         return
     raise bad(f"{ast.unparse(node)!r} is not a formula of the vocabulary")
 
@@ -176,8 +186,38 @@ def _parse_body(body: str, operands: tuple[str, ...], type_vars: tuple[str, ...]
         except SyntaxError:
             raise RangeLawError("D018", f"range law {body!r}: {part.strip()!r} does not parse",
                                 "write formulas such as a.hi + b.hi - 1 and guards such as b.lo >= 1") from None
-        _check(node, body, operands, type_vars, names, boolean)
+        _check(node, f"range law {body!r}", operands, type_vars, names, boolean)
         parsed.append(node)
     lo, hi, guard = parsed
     assert lo is not None and hi is not None
     return RangeFormula(body, lo, hi, guard, frozenset(names))
+
+
+class Formula:
+    """One parsed formula (an integer, or a guard when parsed as one) of the range vocabulary:
+    ``value(env)`` is its value, or None where it cannot be evaluated (÷0, log2 of 0)."""
+
+    def __init__(self, text: str, node: ast.expr, names: frozenset[str]) -> None:
+        self.text, self._node, self.names = text, node, names
+
+    def value(self, env: Env) -> int | None:
+        try:
+            return int(_value(self._node, env))
+        except (ZeroDivisionError, ValueError, OverflowError):
+            return None
+
+
+@lru_cache(maxsize=512)
+def parse_formula(text: str, operands: tuple[str, ...], type_vars: tuple[str, ...], guard: bool,
+                  label: str) -> Formula:
+    """A formula (``guard``: comparisons joined by ``and``, valued 1 or 0) over the operands' bounds
+    and the type constants; RangeLawError (D018/D019, its message starting with ``label``) if it is
+    outside the vocabulary."""
+    try:
+        node = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError:
+        raise RangeLawError("D018", f"{label}: {text.strip()!r} does not parse",
+                            "write formulas such as a.hi + b.hi - 1 and guards such as b.lo >= 1") from None
+    names: set[str] = set()
+    _check(node, label, operands, type_vars, names, guard)
+    return Formula(text, node, frozenset(names))

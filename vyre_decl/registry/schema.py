@@ -59,6 +59,7 @@ OP_KEYS: Final[Mapping[str, Key]] = {
     "laws": Key("list[str]", 'law strings, e.g. "identity(zero) @int"'),
     "waive": Key("map[str]", "law name -> why the law is not declared although it holds"),
     "ranges": Key("list[str]", 'range laws bounding an unsigned result, e.g. "0 .. b.hi - 1 if b.lo >= 1 @uint"'),
+    "rewrites": Key("list[str]", 'cheaper equal results where the operands\' bounds allow, e.g. "a if a.hi < b.lo @uint"'),
     "reference": Key("str|table", "a reference function, or a type-keyed table of them"),
     "compose": Key("str|table", "steps and a result expression over the operands and attributes, or a type-keyed "
                    "table of them"),
