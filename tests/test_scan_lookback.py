@@ -44,7 +44,7 @@ def test_several_tiles_on_the_reference_match_numpy(rid, dtype):
 
 
 def test_integers_take_one_launch_and_floats_three():
-    x = np.zeros(10 * TILE, np.uint32)
+    x = np.zeros(10 * TILE, np.uint64)  # 32-bit integers take single32: tests/test_scan_packed.py
     compiled = vyre_decl.routine("scan.sum").compiled([x.dtype])
     sizes, env = compiled.scope({"x": x.size}, {})
     assert [(s.kernel, grid) for s, _, grid in compiled.steps(sizes, env) if grid] == [("single", 10)]

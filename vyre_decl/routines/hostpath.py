@@ -389,11 +389,11 @@ def _scan_chunks(combine: Fn, ident: Any, exclusive: bool, lifted: np.ndarray, c
 
 
 def _single(ops: _Ops, args: Sequence[str], grid: int, env: dict[str, np.ndarray]) -> bool:
-    """scan.single (one pass, decoupled look-back; its order depends on the run): only where the
-    combination order is free (free_order), computed as the tiled scan (reduce.blocks,
+    """scan.single and scan.single32 (one pass, decoupled look-back; its order depends on the
+    run): only where the combination order is free (free_order), computed as the tiled scan (reduce.blocks,
     scan.offsets, scan.tiles over the standard chunks), which then gives the same bits. Its
-    look-back scratch (``state``, ``vals``: temporaries no later step reads) is left as it was."""
-    src, aux, dst = env[args[0]], env[args[1]], env[args[4]]
+    look-back scratch (``state``, ``vals``, ``desc``: temporaries no later step reads) is left as it was."""
+    src, aux, dst = env[args[0]], env[args[1]], env[args[-1]]
     n = src.size
     if not free_order(ops) or (aux.size and aux.size < n):
         return False
@@ -403,12 +403,13 @@ def _single(ops: _Ops, args: Sequence[str], grid: int, env: dict[str, np.ndarray
     if not (_blocks(ops, ("src", "aux", "part"), groups, local) and _offsets(ops, ("part",), 1, local)
             and _tiles(ops, ("src", "aux", "part", "dst"), groups, local)):
         return False
-    env[args[4]] = local["dst"]
+    env[args[-1]] = local["dst"]
     return True
 
 
 _HANDLERS: dict[str, Callable[[_Ops, Sequence[str], int, dict[str, np.ndarray]], bool]] = {
-    "reduce.blocks": _blocks, "scan.offsets": _offsets, "scan.tiles": _tiles, "scan.single": _single}
+    "reduce.blocks": _blocks, "scan.offsets": _offsets, "scan.tiles": _tiles, "scan.single": _single,
+    "scan.single32": _single}
 
 
 def _qualified(compiled: CompiledRoutine, step: StepDef) -> str:
