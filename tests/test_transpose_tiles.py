@@ -1,5 +1,5 @@
-"""data.transpose's tiles (routines/data.routines.toml, [kernel.transpose]): 64 x 64 tiles, whole
-interior tiles stored without per-element tests and edge tiles with them. Every shape kind (empty,
+"""data.transpose's tiles (routines/data.routines.toml, [kernel.transpose]): tiles of 64 rows x 32
+columns, whole tiles stored without per-element tests and edge tiles with them. Every shape kind (empty,
 one row, one column, multiples of 64, tiles cut on either side or both, several tiles each way) and
 every type the routine takes, with random bits (NaN payloads, -0 and subnormals included), give
 numpy's transpose bit for bit on the reference and, marked gpu, on CUDA."""
@@ -16,8 +16,8 @@ GPU = pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU: libcuda.so.1
 TYPES = {"u32": np.uint32, "i32": np.int32, "f32": np.float32, "u64": np.uint64, "i64": np.int64, "f64": np.float64}
 # (rows, cols): empty both ways, 1 x n, n x 1, exactly one and several whole tiles, tiles cut in
 # rows, in columns and in both, a matrix whose interior tiles sit beside edge tiles each way.
-SHAPES = [(0, 5), (5, 0), (1, 1), (1, 200), (200, 1), (64, 64), (128, 192), (63, 64), (64, 65), (2, 3),
-          (130, 70), (65, 129), (7, 300)]
+SHAPES = [(0, 5), (5, 0), (1, 1), (1, 200), (200, 1), (64, 32), (64, 64), (128, 192), (63, 64), (64, 65),
+          (2, 3), (33, 65), (130, 70), (65, 129), (7, 300)]
 FEW = [(1, 200), (200, 1), (128, 192), (130, 70), (65, 129)]
 
 
