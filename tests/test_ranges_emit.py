@@ -176,3 +176,19 @@ def test_the_matmul_kernel_has_no_workgroup_bounds_tests():
     program = kernel_program(routines["linalg.matmul"].kernels["matmul"], {"T": DataType.F32}, {}, REG, "test")
     ptx = emit(program, REG).text
     assert ptx.count("ld.shared.v4") == 32 and not _PRED.findall(ptx)
+
+
+@pytest.mark.parametrize("index,count,drops", [("lid.x", 64, True), ("lid.x", 63, False), ("lid.x % 32u32", 32, True),
+                                               ("x[gid.x] % 70u32", 64, False)])
+def test_a_workgroup_atomic_loses_a_proven_test(index, count, drops):
+    """Out of bounds an atomic has no effect and its old value reads 0; in bounds by proof it needs
+    no test. The simulated device agrees with the reference either way."""
+    body = (f"if lid.x < {count}u32 {{ s[lid.x] = 0u32 }}\n  barrier\n"
+            f"  let o = atomic.workgroup primitive.atomic.add(s[{index}], x[gid.x] | 1u32)\n"
+            f"  barrier\n  out[gid.x] = s[lid.x % {count}u32] + o")
+    program = parse_program(_access_program(index, count, body))
+    ptx = emit(program, REG).text
+    assert ("atomic_oob" not in ptx) == drops, ptx
+    for n in (1, 64, 200):
+        x = (np.arange(n, dtype=np.uint64) * 2654435761 % (1 << 32)).astype(np.uint32)
+        assert_matches(program, [x], REF.dispatch(program, [x]))

@@ -282,15 +282,17 @@ class _Emitter(_Prologue, _OrderedMemory, _VectorCopy, _ProvenBounds):
         idx, _, _ = self.expr(e.index)
         args = [self.expr(a) for a in e.args]
         binding, _ = op.signature.bind([decl.dtype] + [t for _, t, _ in args])
-        p, a, space = self.address(decl, idx)
+        p, a, space = self.address(decl, idx, self.proven(decl, e.index))  # any order: the test gates it all
         old = self.reg(decl.dtype)
-        self.emit(f"mov.{_REG[decl.dtype][0]} {old}, 0;")
-        skip = self.label("atomic_oob")
-        self.emit(f"@!{p} bra {skip};")
+        skip = self.label("atomic_oob") if p else ""
+        if p:  # out of bounds: no effect, and the old value reads 0
+            self.emit(f"mov.{_REG[decl.dtype][0]} {old}, 0;")
+            self.emit(f"@!{p} bra {skip};")
         names = {prm.name: r for prm, (r, _, _) in zip(op.signature.operands, args)}
         names.update(addr=a, space=atom_qualifiers(e.order, e.scope) + space, old=old)
         self.fill(op, binding, names)
-        self.place(skip)
+        if p:
+            self.place(skip)
         return old, decl.dtype, True
 
     def wait(self, e: Wait) -> tuple[str, DataType, bool]:
