@@ -1,7 +1,7 @@
 """The cooperative routines on subgroup ops (issue 28): the 8-bit-digit radix sort (ranked by
 match_any), compaction by one ballot per subgroup and 32 elements, and histograms aggregated in a
-subgroup before the atomics. Sizes cross the sort's tiles (4096 keys), the chunks (4096 keys and more a
-workgroup) and partial subgroups; values are compared by their bits (NaN payloads, -0.0); the
+subgroup before the atomics. Sizes cross the sort's tiles (the keys a sweep workgroup exchanges:
+4096), the chunks (4096 keys and more a workgroup) and partial subgroups; values are compared by their bits (NaN payloads, -0.0); the
 CUDA backend (marked gpu; the simulated device on a machine without one) gives the reference's
 bits."""
 
@@ -14,8 +14,7 @@ from vyre_decl.backends.cuda import cuda_available
 from vyre_decl.routines import routine
 
 GPU = pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU: libcuda.so.1 cannot be loaded or reports no device")
-TILE = 4096  # keys a sweep workgroup ranks (256 invocations x 16)
-SIZES = [0, 1, 33, 2048, TILE, TILE + 1, 9000]  # 9000: three tiles, the last one short
+SIZES = [0, 1, 33, 2048, 2049, 4096, 4097, 9000]  # across sweep tiles of 2048 or 4096 keys; 9000: the last one short
 
 
 def _keys(dtype: type, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -54,7 +53,8 @@ def test_radix_pairs_is_numpys_stable_sort_bit_for_bit(dtype, n):
 @pytest.mark.parametrize("key,passes", [("u32", 4), ("u64", 8)])
 def test_one_histogram_then_one_sweep_per_8_bit_digit(rid, key, passes, registry):
     """Onesweep's structure: one histogram launch for all digits, then bits(K) / 8 sweeps of
-    ceil(n / TILE) tiles each (no count or scan launch per pass), the first reading the input."""
+    ceil(n / tile) tiles each, tile the keys its workgroup exchanges (no count or scan launch per
+    pass), the first reading the input."""
     from vyre_decl.routines import CompiledRoutine, routines
 
     d = routines()[rid]
@@ -65,7 +65,7 @@ def test_one_histogram_then_one_sweep_per_8_bit_digit(rid, key, passes, registry
     launched = [(step.kernel, grid) for step, _, grid in compiled.steps(sizes, env) if grid]
     kernels = [k for k, _ in launched]
     assert kernels[:1 + passes] == ["hist"] + ["sweep"] * passes, kernels
-    tiles = -(-9000 // TILE)
+    tiles = -(-9000 // _tile())
     assert all(grid in (tiles, (tiles, 1, 1)) for k, grid in launched if k == "sweep"), launched
     first = next(step for step, _, _ in compiled.steps(sizes, env) if step.kernel == "sweep")
     assert first.args[0] == "keys"
@@ -124,7 +124,7 @@ def _same(a, b) -> bool:
 
 
 def _gpu_calls():
-    for n in (2049, TILE + 1, 9000):
+    for n in (2049, 4097, 9000):
         yield pytest.param("sort.radix_pairs", _sort_case(np.uint32, n, n), {}, id=f"pairs-u32-{n}")
     yield pytest.param("sort.radix_pairs", _sort_case(np.uint64, 9000, 3), {}, id="pairs-u64-9000")
     yield pytest.param("sort.radix", _sort_case(np.uint32, 9000, 4)[:1], {}, id="radix-u32-9000")
@@ -153,6 +153,11 @@ def _sweep_program(rid: str = "sort.radix", dtypes: tuple[str, ...] = ("uint32",
     return next(p for s, p in compiled.programs.items() if s.kernel == "sweep")
 
 
+def _tile() -> int:
+    """The keys one sweep workgroup ranks and exchanges: the count of its workgroup array keys."""
+    return next(b.count for b in _sweep_program().buffers if b.name == "keys")
+
+
 # what the look-back finds in look[] for the two tiles before the swept one (tile 2 of 3): nothing
 # (their workgroups never ran: each digit's count comes from the tiles' keys), words of the pass
 # before (stale tags), aggregates, and an inclusive prefix in tile 1 (tile 0 never read)
@@ -164,11 +169,12 @@ def _sweep_case(look: str):
     what a stable sort by digit 1 gives for the tile's keys (their places and the published
     inclusive counts)."""
     rng = np.random.default_rng(LOOKS.index(look))
-    n, pas = 2 * TILE + 1808, 1
+    tile = _tile()
+    n, pas = 2 * tile + 1808, 1
     keys = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
     keys[::3] = keys[::3] % 7 << 8  # long runs of equal digits
     digit = (keys >> np.uint32(8 * pas)) & np.uint32(255)
-    per_tile = np.stack([np.bincount(digit[TILE * j:TILE * j + TILE], minlength=256) for j in range(3)]).astype(np.uint64)
+    per_tile = np.stack([np.bincount(digit[tile * j:tile * j + tile], minlength=256) for j in range(3)]).astype(np.uint64)
     gh = np.zeros(4 * 256, np.uint32)
     gh[256 * pas:256 * pas + 256] = per_tile.sum(axis=0)
     words = np.zeros(3 * 256, np.uint64)
@@ -184,11 +190,11 @@ def _sweep_case(look: str):
     inputs = [keys, np.zeros(0, np.uint32), np.array([3 + 2], np.uint32), gh, words,
               np.zeros(n, np.uint32), np.zeros(0, np.uint32)]
     incl = (np.uint64(2 * pas + 2) << np.uint64(32)) | per_tile.sum(axis=0)
-    return keys, inputs, place[2 * TILE:], incl
+    return keys, inputs, place[2 * tile:], incl
 
 
 def _check_sweep(got, keys, place, incl) -> None:
-    assert np.array_equal(got[-2][place], keys[2 * TILE:])  # the tile's keys, at their stable places
+    assert np.array_equal(got[-2][place], keys[2 * _tile():])  # the tile's keys, at their stable places
     assert np.array_equal(got[-3][512:], incl)  # its inclusive counts, published (outputs: state, look, dst, dst_v)
 
 
