@@ -1,9 +1,9 @@
 """The cooperative routines on subgroup ops (issue 28): the 8-bit-digit radix sort (ranked by
 match_any), compaction by one ballot per subgroup and 32 elements, and histograms aggregated in a
 subgroup before the atomics. Sizes cross the sort's tiles (the keys a sweep workgroup exchanges:
-4096), the chunks (4096 keys and more a workgroup) and partial subgroups; values are compared by their bits (NaN payloads, -0.0); the
-CUDA backend (marked gpu; the simulated device on a machine without one) gives the reference's
-bits."""
+4096), the chunks (4096 keys and more a workgroup) and partial subgroups; values are compared by
+their bits (NaN payloads, -0.0); the CUDA backend (marked gpu; the simulated device on a machine
+without one) gives the reference's bits."""
 
 from __future__ import annotations
 
