@@ -123,13 +123,16 @@ def test_a_wrong_range_law_is_caught(op_id, text):
     assert counterexample(op, LawDef("range", text=text), binding) is not None
 
 
-def _load_with(tmp_path: Path, ranges: str) -> list[tuple[str, str]]:
+def _load_with(tmp_path: Path, laws: str, key: str = "ranges", standard: bool = False) -> list[tuple[str, str]]:
+    """The load errors of an op file whose one op (an integer %) declares ``key = [laws]``
+    (``standard``: loaded over the standard library, which the file then requires)."""
+    requires = 'requires = ["primitive"]\n' if standard else ""
     (tmp_path / "my.toml").write_text(f"""
 [dialect]
 name = "my"
 version = "1.0.0"
-summary = "range law tests"
-
+summary = "law tests"
+{requires}
 [[op]]
 id = "my.rem"
 summary = "a % b"
@@ -137,9 +140,9 @@ signature = "(a: T, b: T) -> T"
 types = {{ T = "int" }}
 reference = "int_mod"
 ptx = "rem.{{T}} {{out}}, {{a}}, {{b}};"  # (x % 0 differs: not run here)
-ranges = [{ranges}]
+{key} = [{laws}]
 """)
-    reg = load([tmp_path], standard=False, snapshot=False)
+    reg = load([tmp_path], standard=standard, snapshot=False)
     return [(d.code, d.message) for d in reg.errors]
 
 

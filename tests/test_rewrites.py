@@ -6,17 +6,16 @@ agrees with the reference)."""
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from test_ranges import _intervals, _values
+from test_ranges import _intervals, _load_with, _values
 from vyre_decl.backends.cuda import cuda_available
 from vyre_decl.emit import emit
 from vyre_decl.ir.text import parse_program
 from vyre_decl.ops.check import reference_evaluator
-from vyre_decl.registry import default_registry, load
+from vyre_decl.registry import default_registry
 from vyre_decl.registry.model import LawDef, OpDef
 from vyre_decl.registry.rewrites import parse_rewrite
 
@@ -84,27 +83,6 @@ def test_a_wrong_rewrite_law_is_caught(op_id, text):
     assert counterexample(op, LawDef("rewrite", text=text), binding) is not None
 
 
-def _load_with(tmp_path: Path, rewrites: str) -> list[str]:
-    (tmp_path / "my.toml").write_text(f"""
-[dialect]
-name = "my"
-version = "1.0.0"
-summary = "rewrite law tests"
-requires = ["primitive"]
-
-[[op]]
-id = "my.rem"
-summary = "a % b"
-signature = "(a: T, b: T) -> T"
-types = {{ T = "int" }}
-reference = "int_mod"
-ptx = "rem.{{T}} {{out}}, {{a}}, {{b}};"  # (x % 0 differs: not run here)
-rewrites = [{rewrites}]
-""")
-    reg = load([tmp_path], snapshot=False)
-    return [d.code for d in reg.errors]
-
-
 @pytest.mark.parametrize("rewrites,code", [
     ('"a if a.hi < b.lo @uint"', None),
     ('"primitive.bitwise.and(a, b.lo - 1) if b.lo == b.hi and b.lo == 1 << log2(b.lo) @uint"', None),
@@ -119,7 +97,7 @@ rewrites = [{rewrites}]
     ('"primitive.compare.lt(a, b) if a.hi < b.lo @uint"', "D022"),  # a bool, not a T
 ])
 def test_malformed_rewrite_laws_have_codes(tmp_path, rewrites, code):
-    errors = _load_with(tmp_path, rewrites)
+    errors = [c for c, _ in _load_with(tmp_path, rewrites, "rewrites", standard=True)]
     assert errors == [] if code is None else code in errors, errors
 
 
