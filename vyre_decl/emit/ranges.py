@@ -37,7 +37,7 @@ def _unsigned(t: DataType | None) -> bool:
 
 def type_range(t: DataType) -> Interval:
     """Every value of an unsigned type."""
-    return 0, (1 << t.bits) - 1
+    return 0, t.mask
 
 
 def _join(a: Interval, b: Interval) -> Interval:
@@ -192,8 +192,7 @@ def law_env(op: OpDef, tvars: Mapping[str, DataType], intervals: Sequence[Interv
         values[f"{p.name}.lo"], values[f"{p.name}.hi"] = lo, hi
     for var, vt in tvars.items():
         values[f"{var}.bits"] = vt.bits
-        values[f"{var}.min"], values[f"{var}.max"] = (-(1 << (vt.bits - 1)), (1 << (vt.bits - 1)) - 1) \
-            if vt.is_signed else type_range(vt) if vt.is_int else (0, 0)
+        values[f"{var}.min"], values[f"{var}.max"] = (int(vt.min), int(vt.max)) if vt.is_int else (0, 0)
     return values
 
 
