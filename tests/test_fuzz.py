@@ -321,3 +321,9 @@ def test_a_mismatch_is_minimised_into_a_small_replay_capsule(tmp_path):
         small = parse_program(json.loads(path.read_text())["program"])
         assert sum(1 for _ in statements(small.body)) <= 3, small  # just the store of a mulhi, maybe in a block
         assert sum(1 for _ in body_exprs(small.body)) <= 12, small
+
+
+def test_the_generator_gives_some_programs_a_residency_hint_that_fits():
+    hinted = [p for p in PROGRAMS if p.resident]
+    assert len(hinted) >= 20 and {p.resident for p in hinted} > {1}
+    assert all(p.resident * p.workgroup_size[0] <= 2048 for p in hinted)

@@ -69,7 +69,7 @@ from ..ir.nodes import (
 )
 from ..ir.types import DataType as D
 from ..registry import Registry
-from .fuzzfeatures import byte_views, large_memory, vector_copies, vector_prelude, vector_types, view_load
+from .fuzzfeatures import byte_views, large_memory, resident, vector_copies, vector_prelude, vector_types, view_load
 from .fuzzfeatures import wg_collective, wg_collectives
 from .fuzzfeatures import (acc_order, break_plan, features, ordered_read, ordered_store, place_break, private_decl,
                            private_load, private_store, shared_read)
@@ -407,7 +407,7 @@ def random_program(seed: int, ops: FuzzOps) -> Program:
         store = ordered_store(gen, Store(output.name, Var("i"), gen.expr(output.dtype.value_type, 3)), False)
         body.append(If(Op(_LT, (Var("i"), BufLen(output.name))), tuple(inner) + (store,)))
     return Program(tuple(buffers), (workgroup, 1, 1), tuple(body), name=f"fuzz{seed}",
-                   large_workgroup_memory=large_memory(seed))
+                   large_workgroup_memory=large_memory(seed), resident=resident(seed, workgroup))
 
 
 def _uniform_body(gen: _Gen, output: BufferDecl) -> list[Node]:

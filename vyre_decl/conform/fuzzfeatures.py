@@ -55,6 +55,7 @@ BREAK_PROGRAMS = 0.25  # the share of programs whose loops may break
 VIEW_PROGRAMS = 0.2  # the share of programs whose u32/u64 leaves may be byte views of an input
 LARGE_PROGRAMS = 0.2  # the share of programs declared workgroup_memory(large)
 WG_PROGRAMS = 0.2  # the share of programs calling workgroup collectives
+RESIDENT_PROGRAMS = 0.1  # the share of programs with a resident(N) hint
 _WORDS = (D.U32, D.I32, D.U64, D.I64, D.F32, D.F64)  # atomic loads and stores
 _INT_WORDS = (D.U32, D.I32, D.U64, D.I64)  # waits
 _PRIVATE_TYPES = (D.U32, D.I32, D.F32, D.U64, D.I64, D.F64, D.U8, D.I16, D.F16, D.BF16, D.BOOL)
@@ -117,6 +118,13 @@ def large_memory(seed: int) -> bool:
     """Whether the program of ``seed`` declares ``workgroup_memory(large)`` (its workgroup array,
     if any, then lives in dynamic shared memory: emit/wgmem.py): a draw of its own."""
     return random.Random(seed * 1_000_003 + 53).random() < LARGE_PROGRAMS
+
+
+def resident(seed: int, workgroup: int) -> int:
+    """The ``resident(N)`` hint of the program of ``seed`` (0: none), N workgroups of ``workgroup``
+    invocations that fit one multiprocessor: a draw of its own (results must not change)."""
+    r = random.Random(seed * 1_000_003 + 61)
+    return r.randint(1, min(32, 2048 // workgroup)) if r.random() < RESIDENT_PROGRAMS else 0
 
 
 def wg_collectives(seed: int) -> bool:

@@ -147,10 +147,14 @@ class _Prologue(_PrivateMemory):
 
     def entry_directives(self) -> list[str]:
         """``.reqntid`` where the subgroup code assumed whole warps (the literal member mask): a
-        launch with another block size then fails instead of reading lanes that do not exist."""
-        if self.exist_reg != FULL_MASK:
-            return []
-        return [".reqntid " + ", ".join(str(w) for w in self.program.workgroup_size)]
+        launch with another block size then fails instead of reading lanes that do not exist.
+        ``resident(N)``: ``.minnctapersm N`` with the block size as ``.maxntid`` (unless
+        ``.reqntid`` gives it), so that ptxas budgets registers for N blocks a multiprocessor."""
+        size = ", ".join(str(w) for w in self.program.workgroup_size)
+        out = [f".reqntid {size}"] if self.exist_reg == FULL_MASK else []
+        if self.program.resident:
+            out = (out or [f".maxntid {size}"]) + [f".minnctapersm {self.program.resident}"]
+        return out
 
     def members(self) -> str:
         """The present lanes of the subgroup: those that exist, less any that returned (voted)."""

@@ -264,10 +264,11 @@ class ProgramBuilder:
     """Builds a Program statement by statement (see the module docstring)."""
 
     def __init__(self, name: str = "main", workgroup: tuple[int, int, int] = (64, 1, 1), *,
-                 large_workgroup_memory: bool = False) -> None:
+                 large_workgroup_memory: bool = False, resident: int = 0) -> None:
         """``large_workgroup_memory``: the text's ``workgroup_memory(large)`` (over 48 KiB of
-        workgroup arrays, up to the device's opt-in limit)."""
-        self.name, self.large_workgroup_memory = name, large_workgroup_memory
+        workgroup arrays, up to the device's opt-in limit); ``resident``: the text's
+        ``resident(N)`` (a hint: N workgroups a multiprocessor; 0 for none)."""
+        self.name, self.large_workgroup_memory, self.resident = name, large_workgroup_memory, resident
         self.workgroup = tuple(workgroup)
         self._buffers: list[BufferDecl] = []
         self._stack: list[list[Node]] = [[]]
@@ -446,4 +447,4 @@ class ProgramBuilder:
         if len(self._stack) != 1:
             raise SyntaxError("build() inside an open block. Fix: close every with-block first")
         return Program(tuple(self._buffers), self.workgroup, tuple(self._stack[0]), name=self.name,  # type: ignore[arg-type]
-                       large_workgroup_memory=self.large_workgroup_memory)
+                       large_workgroup_memory=self.large_workgroup_memory, resident=self.resident)

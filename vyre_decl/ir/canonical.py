@@ -152,8 +152,10 @@ def to_json(program: Program) -> dict[str, Any]:
 
 def _program_json(program: Program) -> dict[str, Any]:
     large = {"workgroup_memory": "large"} if program.large_workgroup_memory else {}  # other hashes unchanged
+    resident = {"resident": program.resident} if program.resident else {}
     return {
         **large,
+        **resident,
         "format": FORMAT,
         "name": program.name,
         "workgroup": list(program.workgroup_size),
@@ -289,7 +291,7 @@ def from_json(d: dict[str, Any]) -> Program:
     )
     wx, wy, wz = (int(v) for v in d["workgroup"])
     return Program(buffers, (wx, wy, wz), _nodes(d["body"]), name=d["name"],
-                   large_workgroup_memory=d.get("workgroup_memory") == "large")
+                   large_workgroup_memory=d.get("workgroup_memory") == "large", resident=d.get("resident", 0))
 
 
 def loads(text: str) -> Program:

@@ -424,6 +424,10 @@ class BufferDecl(Record):
         return self.is_output or self.access is Access.READ_WRITE
 
 
+MAX_RESIDENT: Final = 32  # workgroups one multiprocessor holds at most (sm_90); resident(N) asks for N
+MAX_RESIDENT_INVOCATIONS: Final = 2048  # invocations one multiprocessor holds at most (sm_80, sm_90)
+
+
 @dataclass(frozen=True, eq=True)
 class Program:
     """A compute kernel: buffers, a 3-D workgroup size and a body run by every invocation."""
@@ -435,6 +439,9 @@ class Program:
     # ``workgroup_memory(large)``: the workgroup arrays may total more than the 48 KiB every GPU
     # gives, up to the device's opt-in limit (docs/semantics.md, "Large workgroup memory")
     large_workgroup_memory: bool = False
+    # ``resident(N)``: a hint that N workgroups should fit on one multiprocessor at once (the emitter
+    # asks ptxas to budget registers for it); no effect on results (docs/semantics.md, "Residency")
+    resident: int = 0
     _hash: list[str] = field(default_factory=list, init=False, compare=False, repr=False)
     # (file name, text, type variables, parameters) of a program parsed from a named text, so that
     # validation can say file:line:col (``sourcemap.py``); never part of equality or the hash

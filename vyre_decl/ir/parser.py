@@ -13,6 +13,7 @@ from typing import Final, Mapping
 from .diagnostics import Diagnostic
 from .exprparse import MAX_NESTING, ExprParser
 from .lexer import KEYWORDS, ParseError, Token
+from .nodes import MAX_RESIDENT
 from .nodes import Access, Assign, Atomic, Barrier, Block, Break, BufferDecl, Copy, Expr, If, Let, Loop, Node, Program, Region, \
     Return, Store, Wait
 from .ordering import parse_qualifiers
@@ -57,6 +58,7 @@ class Parser(ExprParser):
                 self.error(tok, "P015", f"workgroup_memory takes 'large', found {self.describe(tok)}",
                            "write workgroup_memory(large), or leave it out for the 48 KiB every GPU has")
             self.expect(")")
+        resident = self.resident()
         self.expect("{")
         buffers: list[BufferDecl] = []
         self.decls = buffers
@@ -68,7 +70,20 @@ class Parser(ExprParser):
         if tok[0] != "eof":
             self.error(tok, "P002", f"unexpected {self.describe(tok)} after the program", "remove it")
         return Program(tuple(buffers), (sizes[0], sizes[1], sizes[2]), body, name=name,
-                       large_workgroup_memory=large)
+                       large_workgroup_memory=large, resident=resident)
+
+    def resident(self) -> int:
+        """``resident(N)`` after the workgroup size (docs/semantics.md, "Residency"), or 0."""
+        if not self.accept("resident"):
+            return 0
+        self.expect("(")
+        tok = self.peek()
+        n = self.integer("a workgroup count")
+        if not 1 <= n <= MAX_RESIDENT:
+            self.error(tok, "P016", f"resident takes a whole number of workgroups from 1 to {MAX_RESIDENT}, found {n}",
+                       "write resident(2) for two workgroups a multiprocessor, or leave it out")
+        self.expect(")")
+        return n
 
     def buffer(self) -> BufferDecl:
         self.expect("buffer")

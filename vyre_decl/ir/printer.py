@@ -54,7 +54,8 @@ def print_program(program: Program) -> str:
 def _print_program(program: Program) -> str:
     wx, wy, wz = program.workgroup_size
     large = " workgroup_memory(large)" if program.large_workgroup_memory else ""
-    lines = [f"program {program.name} workgroup({wx}, {wy}, {wz}){large} {{"]
+    resident = f" resident({program.resident})" if program.resident else ""
+    lines = [f"program {program.name} workgroup({wx}, {wy}, {wz}){large}{resident} {{"]
     for decl in program.buffers:
         lines.append(_INDENT + _print_buffer(decl))
     _print_body(program.body, 1, lines)

@@ -23,6 +23,7 @@ V039 a break outside a loop            V040 a break in an unroll loop
 V043-V046 vector copies: width, element types, one buffer, word types (``vcopy.py``)
 V051-V052 workgroup collectives, raised where they are written (``wgcollect.py``; their expansions
 are validated here as any statements)
+V053 a resident(N) that cannot fit one multiprocessor
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from typing import Final
 
 from .diagnostics import Diagnostic, VyreError
 from .nodes import (
+    MAX_RESIDENT,
+    MAX_RESIDENT_INVOCATIONS,
     Access,
     Assign,
     Barrier,
@@ -132,6 +135,17 @@ class _Validator:
         return self.diags
 
     # --- header
+    def check_resident(self) -> None:
+        """V053: ``resident(N)`` asks for N workgroups at once on one multiprocessor; they must fit
+        the largest (32 workgroups, 2048 invocations)."""
+        p, n = self.program, self.program.resident
+        threads = p.workgroup_size[0] * p.workgroup_size[1] * p.workgroup_size[2] if len(p.workgroup_size) == 3 else 0
+        if type(n) is not int or not 0 <= n <= MAX_RESIDENT or n * threads > MAX_RESIDENT_INVOCATIONS:
+            self.error("V053", f"resident({n!r}) with workgroups of {threads} invocations: a multiprocessor holds at most "
+                       f"{MAX_RESIDENT} workgroups and {MAX_RESIDENT_INVOCATIONS} invocations", "resident",
+                       f"ask for at most {max(1, min(MAX_RESIDENT, MAX_RESIDENT_INVOCATIONS // max(threads, 1)))} "
+                       "workgroups, or leave resident out")
+
     def check_header(self) -> None:
         p = self.program
         if not is_identifier(p.name):
@@ -142,6 +156,7 @@ class _Validator:
             self.error("V003", f"workgroup size {tuple(wg)} must be three positive integers, at most (1024, 1024, 64) "
                        f"and {MAX_WORKGROUP_INVOCATIONS} invocations in all", "workgroup_size", "use e.g. (64, 1, 1)")
         self.diags += workgroup_memory_problems(p)  # V019 / V048 (ir/wgmem.py)
+        self.check_resident()
         private = private_bytes_problem(p.buffers)
         if private is not None:
             self.error("V029", private, "buffers", "keep per-invocation arrays small (registers), and larger scratch "
