@@ -155,7 +155,8 @@ CORPUS_BY = {c.name: c.path.read_text() for c in CORPUS}
 def test_comments_trace_statements_and_ops():
     text = emit(parse_program(CORPUS_BY["34_logical_ops"]), REG).text
     assert "// body[1].then[3]: let r = 0u32" in text
-    assert "// op primitive.math.mod<u32>" in text
+    assert "// op primitive.math.mod rewritten: x & 1u32" in text  # an op comment; a % 2 is a mask (rewrite laws)
+    assert "// op primitive.bitwise.and<u32>" in text
     assert "// inline primitive.logical.not: a == false" in text  # a composite with no template is inlined
 
 

@@ -117,7 +117,7 @@ SRC = """program t workgroup(64, 1, 1) {
 def test_the_emitter_divides_by_a_power_of_two_with_a_shift_and_a_mask():
     text = emit(parse_program(SRC)).text
     assert text.count("div.u") == 0 and text.count("rem.u") == 1  # only % 3 is left
-    assert "rewritten primitive.math.mod: lid.x\n" in text and "rewritten primitive.math.div: 0u32" in text
+    assert "op primitive.math.mod rewritten: lid.x\n" in text and "op primitive.math.div rewritten: 0u32" in text
 
 
 def test_an_operand_with_an_effect_is_never_dropped():

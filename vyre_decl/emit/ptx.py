@@ -224,7 +224,7 @@ class _Emitter(_Prologue, _OrderedMemory, _VectorCopy, _ProvenBounds):
         if op.rewrites:
             alt = rewritten(e, self.registry, self.index_ranges())
             if alt is not None:
-                self.comment(f"rewritten {e.op}: {print_expr(alt)}")
+                self.comment(f"op {e.op} rewritten: {print_expr(alt)}")  # an op comment: the statement's stays
                 return self.expr(alt)
         args = [self.expr(a) for a in e.args]
         sig = op.signature
