@@ -24,9 +24,10 @@ _SCANS = {
 }
 
 
-def _single(rid: str, dtype: type):
+def _single(rid: str, dtype: type, kernel: str = "single"):
+    """The routine compiled for ``dtype`` and its one step running ``kernel``."""
     compiled = vyre_decl.routine(rid).compiled([np.dtype(dtype)])
-    (step,) = [s for s in compiled.programs if s.kernel == "single"]
+    (step,) = [s for s in compiled.programs if s.kernel == kernel]
     return compiled, compiled.programs[step]
 
 

@@ -13,23 +13,13 @@ import pytest
 import vyre_decl
 from vyre_decl.backends.config import DispatchConfig
 from vyre_decl.ops.simcheck import run_program
+from test_scan_lookback import REF, TILE, _SCANS, _single
 
-REF = vyre_decl.acquire("reference")
-TILE = 4096
 AGG, INCL = np.uint64(1 << 32), np.uint64(2 << 32)
-
-_SCANS = {
-    "scan.sum": lambda x: np.cumsum(x, dtype=x.dtype),
-    "scan.exclusive_sum": lambda x: np.concatenate([np.zeros(1, x.dtype), np.cumsum(x, dtype=x.dtype)[:-1]]),
-    "scan.min": np.minimum.accumulate,
-    "scan.max": np.maximum.accumulate,
-}
 
 
 def _program(rid: str, dtype: type):
-    compiled = vyre_decl.routine(rid).compiled([np.dtype(dtype)])
-    (step,) = [s for s in compiled.programs if s.kernel == "single32"]
-    return compiled.programs[step]
+    return _single(rid, dtype, "single32")[1]
 
 
 def _words(n: int, dtype: type, seed: int) -> np.ndarray:
