@@ -296,3 +296,23 @@ def test_a_key_cannot_spell_a_path(tmp_path):
         with pytest.raises(ValueError):
             cache.get(bad)
     assert os.listdir(tmp_path) == []
+
+
+def test_a_tag_written_between_our_read_and_our_listing_is_read(tmp_path, monkeypatch):
+    """Eight processes claiming one new directory: one found no tag, another process tagged the
+    directory, and the first then listed it, saw the tag and refused it as a stranger's file
+    (B009; test_cuda_lifecycle's eight processes, once in CI). Now it reads that tag."""
+    (tmp_path / "c").mkdir()
+    key = claim(tmp_path / "c")  # "the other process"
+    cachedir.forget(tmp_path / "c")
+    real, calls = cachedir._read_tag, []
+
+    def late(root):  # the first read misses the tag, as if it were written just after
+        calls.append(root)
+        if len(calls) == 1:
+            raise FileNotFoundError(root)
+        return real(root)
+
+    monkeypatch.setattr(cachedir, "_read_tag", late)
+    assert claim(tmp_path / "c") == key and len(calls) == 2
+    assert sorted(os.listdir(tmp_path / "c")) == [TAG]

@@ -178,6 +178,10 @@ def _claim(root: Path, create: bool) -> bytes | None:
                 return None
             root.mkdir(parents=True, exist_ok=True)
             names = os.listdir(root)
+        if TAG in names:  # another process tagged it between our read and our listing: read its tag
+            secret = _read_tag(root)
+            _secrets[str(root)] = secret
+            return secret
         foreign = sorted(n for n in names if not _adoptable(root, n))
         if foreign:
             shown = ", ".join(repr(n) for n in foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
