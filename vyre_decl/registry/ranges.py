@@ -68,16 +68,15 @@ class RangeFormula:
     """A parsed range law (without its ``@``): ``bounds(env)`` is (LO, HI), or None where the guard
     does not hold or a formula cannot be evaluated."""
 
-    def __init__(self, text: str, lo: ast.expr, hi: ast.expr, guard: ast.expr | None, names: frozenset[str]) -> None:
-        self.text, self._lo, self._hi, self._guard, self.names = text, lo, hi, guard, names
+    def __init__(self, text: str, lo: "Formula", hi: "Formula", guard: "Formula | None") -> None:
+        self.text, self._lo, self._hi, self._guard = text, lo, hi, guard
+        self.names = lo.names | hi.names | (guard.names if guard is not None else frozenset())
 
     def bounds(self, env: Env) -> tuple[int, int] | None:
-        try:
-            if self._guard is not None and not _value(self._guard, env):
-                return None
-            return int(_value(self._lo, env)), int(_value(self._hi, env))
-        except (ZeroDivisionError, ValueError, OverflowError):
+        if self._guard is not None and self._guard.value(env) != 1:
             return None
+        lo, hi = self._lo.value(env), self._hi.value(env)
+        return None if lo is None or hi is None else (lo, hi)
 
 
 def _value(node: ast.expr, env: Env) -> int | bool:
@@ -175,22 +174,10 @@ def _parse_body(body: str, operands: tuple[str, ...], type_vars: tuple[str, ...]
     if not dots or not lo_text.strip() or not hi_text.strip() or (has_guard and not guard_text.strip()):
         raise RangeLawError("D018", f"range law {body!r} does not parse",
                             'write "LO .. HI" or "LO .. HI if GUARD", e.g. "0 .. b.hi - 1 if b.lo >= 1 @uint"')
-    names: set[str] = set()
-    parsed: list[ast.expr | None] = []
-    for part, boolean in ((lo_text, False), (hi_text, False), (guard_text if has_guard else "", True)):
-        if not part.strip():
-            parsed.append(None)
-            continue
-        try:
-            node = ast.parse(part.strip(), mode="eval").body
-        except SyntaxError:
-            raise RangeLawError("D018", f"range law {body!r}: {part.strip()!r} does not parse",
-                                "write formulas such as a.hi + b.hi - 1 and guards such as b.lo >= 1") from None
-        _check(node, f"range law {body!r}", operands, type_vars, names, boolean)
-        parsed.append(node)
-    lo, hi, guard = parsed
-    assert lo is not None and hi is not None
-    return RangeFormula(body, lo, hi, guard, frozenset(names))
+    label = f"range law {body!r}"
+    lo, hi = (parse_formula(part, operands, type_vars, False, label) for part in (lo_text, hi_text))
+    guard = parse_formula(guard_text, operands, type_vars, True, label) if has_guard else None
+    return RangeFormula(body, lo, hi, guard)
 
 
 class Formula:
