@@ -32,7 +32,7 @@ def rewritten(e: Op, registry: Registry, ranges: IndexRanges) -> Expr | None:
         return None
     tvars = op.binding_map(binding)
     env = law_env(op, tvars, [k[1] for k in known if k is not None])
-    operands = tuple(p.name for p in op.signature.inputs)
+    operands, top = tuple(p.name for p in op.signature.inputs), type_range(out)[1]
     for law in op.rewrites:
         if not law.applies(tvars):
             continue
@@ -42,7 +42,7 @@ def rewritten(e: Op, registry: Registry, ranges: IndexRanges) -> Expr | None:
         args: list[Expr] = []
         for a in rule.args:
             v = a if isinstance(a, str) else a.value(env)
-            if v is None or isinstance(v, int) and not type_range(out)[0] <= v <= type_range(out)[1]:
+            if v is None or isinstance(v, int) and not 0 <= v <= top:
                 break
             args.append(e.args[operands.index(v)] if isinstance(v, str) else Lit(out, v))
         else:
