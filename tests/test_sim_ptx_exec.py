@@ -188,6 +188,9 @@ def test_shared_memory_per_block_with_a_barrier_and_shared_atomics():
 \tmov.u32 %r4, sh;
 \tmad.lo.u32 %r5, %r3, 4, %r4;
 \tst.shared.u32 [%r5], %r0;
+\tsetp.eq.u32 %p0, %r3, 0;
+\t@%p0 st.shared.u32 [sh+256], 0;
+\tbar.sync 0;
 \tatom.shared.add.u32 %r6, [sh+256], %r3;
 \tbar.sync 0;
 \tsub.u32 %r7, 63, %r3;
@@ -320,7 +323,9 @@ def test_every_atomic_operation_in_lane_order():
                        "\tst.global.u32 [%rd1], %r4;\n\tret;"
                 regs = ""
             else:
-                body = f"\tld.global.u32 %r3, [%rd1];\n\tatom.shared.{op} %r4, [sh], %r3;\n\tbar.sync 0;\n" \
+                # shared memory starts undefined (as on hardware): lane 0 zeroes the word first
+                body = "\tmov.u32 %r6, %tid.x;\n\tsetp.eq.u32 %p0, %r6, 0;\n\t@%p0 st.shared.u32 [sh], 0;\n" \
+                       f"\tbar.sync 0;\n\tld.global.u32 %r3, [%rd1];\n\tatom.shared.{op} %r4, [sh], %r3;\n\tbar.sync 0;\n" \
                        "\tld.shared.u32 %r5, [sh];\n\tst.global.u32 [%rd1], %r4;\n\tst.global.u32 [%rd0+384], %r5;\n\tret;"
                 regs = "\t.shared .align 4 .b8 sh[4];\n"
             start = 7

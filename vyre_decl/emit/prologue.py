@@ -13,6 +13,7 @@ from ..ir.types import DataType
 from ..ir.walk import body_exprs, statements
 from ..registry import Registry
 from .abi import kernel_abi, shared_words
+from .byteview import view_prologue
 from .private import _PrivateMemory
 from .wgmem import shared_address
 
@@ -33,6 +34,7 @@ class _Prologue(_PrivateMemory):
     # --- prologue: addresses, lengths, ids, zeroed workgroup memory
     def prologue(self) -> None:
         self._buffer_params()
+        view_prologue(self)
         self._ids()
         if uses_collectives(self.program, self.registry):
             self.subgroup_prologue()
@@ -92,23 +94,35 @@ class _Prologue(_PrivateMemory):
         self.emit(f"mul.lo.u32 {size}, {size}, {t};")
         self.emit(f"mov.u32 {t}, %ntid.z;")
         self.emit(f"mul.lo.u32 {size}, {size}, {t};")
+        zero = self.reg(DataType.U32)
+        self.emit(f"mov.u32 {zero}, 0;")
         for b in shared:
             addr = self.reg(DataType.U32)
             for line in shared_address(self.program, b.name, addr):  # static, or in the dynamic array
                 self.emit(line)
             self.base[b.name] = addr
-            i, p, a = self.reg(DataType.U32), self.reg(DataType.BOOL), self.reg(DataType.U32)
-            top, done = self.label("zero"), self.label("zeroed")
-            self.emit(f"mov.u32 {i}, {lin};")
-            self.place(top)
-            self.emit(f"setp.ge.u32 {p}, {i}, {shared_words(b)};")
-            self.emit(f"@{p} bra {done};")
-            self.emit(f"mad.lo.u32 {a}, {i}, 4, {addr};")
-            self.emit(f"st.shared.u32 [{a}], 0;")
-            self.emit(f"add.u32 {i}, {i}, {size};")
-            self.emit(f"bra {top};")
-            self.place(done)
+            self._zero_words(addr, shared_words(b), lin, size, zero)
         self.emit("bar.sync 0;")
+
+    def _zero_words(self, addr: str, words: int, lin: str, size: str, zero: str) -> None:
+        """Zero ``words`` 32-bit words at shared address ``addr`` (16-byte aligned: every workgroup
+        array is): thread ``lin`` of ``size`` stores 16-byte vectors lin, lin + size, ..., then the
+        last words % 4 words one each (a quarter of the stores and loop steps of word stores)."""
+        i, p, a = self.reg(DataType.U32), self.reg(DataType.BOOL), self.reg(DataType.U32)
+        top, done = self.label("zero"), self.label("zeroed")
+        self.emit(f"mov.u32 {i}, {lin};")
+        self.place(top)
+        self.emit(f"setp.ge.u32 {p}, {i}, {words // 4};")
+        self.emit(f"@{p} bra {done};")
+        self.emit(f"mad.lo.u32 {a}, {i}, 16, {addr};")
+        self.emit(f"st.shared.v4.u32 [{a}], {{{zero}, {zero}, {zero}, {zero}}};")
+        self.emit(f"add.u32 {i}, {i}, {size};")
+        self.emit(f"bra {top};")
+        self.place(done)
+        if words % 4:
+            self.emit(f"setp.lt.u32 {p}, {lin}, {words % 4};")
+            self.emit(f"mad.lo.u32 {a}, {lin}, 4, {addr};")
+            self.emit(f"@{p} st.shared.u32 [{a}+{words // 4 * 16}], {zero};")
 
     def subgroup_prologue(self) -> None:
         """The lane id and the mask of the lanes that exist in this invocation's warp (a partial last

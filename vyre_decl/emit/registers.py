@@ -55,6 +55,9 @@ class _Lines:
         self.vars: dict[str, tuple[str, DataType]] = {}
         self.base: dict[str, str] = {}  # buffer -> register holding its address
         self.length: dict[str, str] = {}  # buffer -> register holding its element count
+        # (buffer, view size) -> register: how many whole elements of the wider byte view can be
+        # loaded as one access (0 when the buffer's base is not aligned to the view): emit/byteview.py
+        self.view_whole: dict[tuple[str, int], str] = {}
         self.ids: dict[tuple[IdKind, int], str] = {}
         self.exit_label = "$L_exit"  # where ``return`` goes (an entry handling several elements moves it)
         # value numbering while one outermost composite call is inlined (straight-line code whose

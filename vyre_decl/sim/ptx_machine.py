@@ -53,6 +53,9 @@ def storage_dtype(bits: int) -> np.dtype:
     return _STORAGE[bits]
 
 
+SHARED_FILL = 0xA5  # every byte of a block's shared memory when the block starts
+
+
 class Machine:
     """Lanes ``0..n-1`` of ``blocks`` consecutive thread blocks of ``threads`` lanes each."""
 
@@ -64,7 +67,9 @@ class Machine:
         zeros = {b: np.zeros(n, dtype=_STORAGE[b]) for b in set(reg_bits)}  # shared: never written in place
         self.regs: list[np.ndarray] = [zeros[b] for b in reg_bits]
         self.memory, self.params = memory, params
-        self.shared = np.zeros((n_blocks, shared_bytes), dtype=np.uint8)
+        # hardware's shared memory starts holding whatever an earlier block left: a pattern, not 0,
+        # so a kernel that reads workgroup memory it never zeroed differs from the reference here too
+        self.shared = np.full((n_blocks, shared_bytes), SHARED_FILL, dtype=np.uint8)
         self.local = np.zeros((n, local_bytes), dtype=np.uint8)
         # which local bytes each lane has written (sanitizer): hardware's local memory starts undefined
         self.local_written = np.zeros((n, local_bytes), dtype=np.bool_) if sanitize else None
