@@ -1,9 +1,9 @@
 """The sort sweep's last, partial tile on CUDA (the simulated device on a machine without a GPU):
-its missing keys are loaded as 0 (out of bounds), so they are ranked as keys ``flip`` (digit 0,
-or 255 in topk's first pass) behind every real key of that digit, and the tile's count of that
-digit is corrected before it is scanned and published. Keys all of that digit, none of it, and a
-mix, at sizes that leave 1, 33 and 4095 keys in the last tile (4096-key tiles), give the
-reference's bits (which equal numpy's stable sort)."""
+its missing keys are all-ones keys (digit 255 in every pass), so they take the tile's last places
+and are never written, and the tile's published count of digit 255 leaves them out. Keys all of
+digit 0 (what a missing key loaded as 0 would have), all of digit 255, and a mix, at sizes that
+leave 1, 33 and 4095 keys in the last tile (4096-key tiles), give the reference's bits, which equal
+numpy's stable sort."""
 
 from __future__ import annotations
 
