@@ -24,6 +24,12 @@ REF = vyre_decl.acquire("reference")
 _PRED = re.compile(r"@%p\d+ (ld|st)\.shared")
 
 
+def _body_tests(ptx: str) -> int:
+    """The predicated shared accesses of the body (after the prologue, whose zero-fill stores the
+    last words % 4 words of an array under a predicate: not a bounds test)."""
+    return len(_PRED.findall(ptx[ptx.index("// body["):]))
+
+
 def _ranges(program) -> IndexRanges:
     return IndexRanges(program, REG)
 
@@ -112,7 +118,7 @@ CASES = [  # (index, array count, whether the test can go)
 @pytest.mark.parametrize("index,count,drops", CASES, ids=[f"{i}<{c}" for i, c, _ in CASES])
 def test_a_bounds_test_goes_only_where_it_is_provably_true(index, count, drops):
     ptx = emit(parse_program(_access_program(index, count)), REG).text
-    assert len(_PRED.findall(ptx)) == (0 if drops else 2), ptx
+    assert _body_tests(ptx) == (0 if drops else 2), ptx
 
 
 @pytest.mark.parametrize("body,count,drops", [
@@ -129,7 +135,7 @@ def test_a_bounds_test_goes_only_where_it_is_provably_true(index, count, drops):
 ])
 def test_loop_counters_lets_and_assignments(body, count, drops):
     ptx = emit(parse_program(_access_program("", count, body + "\n  out[gid.x] = 0u32")), REG).text
-    assert (len(_PRED.findall(ptx)) == 0) == drops, ptx
+    assert (_body_tests(ptx) == 0) == drops, ptx
 
 
 @pytest.mark.parametrize("index,drops", [("lid.x % 16u32", True), ("lid.x % 17u32", False), ("lid.x / 4u32", True),
