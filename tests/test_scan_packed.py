@@ -13,7 +13,9 @@ import pytest
 import vyre_decl
 from vyre_decl.backends.config import DispatchConfig
 from vyre_decl.ops.simcheck import run_program
-from test_scan_lookback import REF, TILE, _SCANS, _single
+from test_scan_lookback import REF, TILE as TILE64, _SCANS, _single
+
+TILE = 8192  # single32's tile: 256 invocations x 32 elements (single's, TILE64, is 4096)
 
 AGG, INCL = np.uint64(1 << 32), np.uint64(2 << 32)
 
@@ -35,9 +37,9 @@ def _bits(v: np.ndarray) -> np.ndarray:
                                            (np.uint64, "single"), (np.int64, "single")])
 def test_32_bit_integers_take_the_packed_kernel(dtype, kernel):
     compiled = vyre_decl.routine("scan.sum").compiled([np.dtype(dtype)])
-    sizes, env = compiled.scope({"x": 10 * TILE}, {})
-    assert [(s.kernel, grid) for s, _, grid in compiled.steps(sizes, env) if grid] == [(kernel, 10)]
     packed = kernel == "single32"
+    sizes, env = compiled.scope({"x": 10 * (TILE if packed else TILE64)}, {})
+    assert [(s.kernel, grid) for s, _, grid in compiled.steps(sizes, env) if grid] == [(kernel, 10)]
     assert (sizes["desc"], sizes["state"], sizes["vals"]) == ((21, 0, 0) if packed else (0, 11, 20))
 
 
