@@ -25,8 +25,6 @@ def view_prologue(em: Any) -> None:
     wider = sorted({(e.buffer, e.view.size) for e in body_exprs(em.program.body)
                     if isinstance(e, Load) and e.view is not None and e.view.size > em.buffers[e.buffer].dtype.size})
     for name, size in wider:
-        if name not in em.base:
-            continue
         esize = em.buffers[name].dtype.size
         nbytes, low = em.reg(DataType.U64), em.reg(DataType.U64)
         whole, aligned = em.reg(DataType.U32), em.reg(DataType.BOOL)
