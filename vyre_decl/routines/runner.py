@@ -69,7 +69,11 @@ class CompiledRoutine:
         # per step: the kernel's non-workgroup buffers (in declaration order) -> routine buffers
         self.bound: dict[StepDef, dict[str, str]] = {}
         self.workgroup: dict[StepDef, int] = {}
+        self._bits = {f"bits({v})": t.bits for v, t in binding.items()}
+        self._bits.update({f"is_float({v})": int(t.is_float) for v, t in binding.items()})
         for step in routine.all_steps():
+            if step.grid.zero_by_types(self._bits):
+                continue  # never launched for this binding: its kernel need not exist for these types
             program = self.programs[step] = self._kernel_program(step, registry)
             names = [b.name for b in program.buffers if not b.access.is_scratch]
             if len(step.args) != len(names):
@@ -80,8 +84,6 @@ class CompiledRoutine:
             wg = program.workgroup_size
             self.workgroup[step] = wg[0] * wg[1] * wg[2]
         self.dtypes = {b.name: (binding[b.dtype] if b.dtype in binding else DataType(b.dtype)) for b in routine.buffers}
-        self._bits = {f"bits({v})": t.bits for v, t in binding.items()}
-        self._bits.update({f"is_float({v})": int(t.is_float) for v, t in binding.items()})
 
     def _kernel_program(self, step: StepDef, registry: Registry) -> Program:
         binding = self.binding
@@ -117,7 +119,8 @@ class CompiledRoutine:
         """Each launch in order: the step, its kernel and its number of workgroups (0: skipped).
         Every repeat count and grid is evaluated and bounded (U023, U024) before the first."""
         for step, grid in launches(self.routine, self.workgroup, sizes, env):
-            yield step, self.programs[step], grid
+            if step in self.programs:
+                yield step, self.programs[step], grid
 
     def const_values(self, spec: BufferSpec, sizes: Mapping[str, int], env: Mapping[str, int]) -> np.ndarray:
         t = self.dtypes[spec.name]

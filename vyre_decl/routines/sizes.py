@@ -77,6 +77,22 @@ class SizeExpr:
     def __reduce__(self) -> tuple[object, ...]:  # pickled as its text (a snapshot holds no ast nodes)
         return (restore_size, (self.text, self.lengths, self.names))
 
+    def zero_by_types(self, widths: Mapping[str, int]) -> bool:
+        """True when the expression is a product with a factor that reads only literals and the
+        type variables' widths (``bits``, ``is_float``) and is 0 for ``widths``: the expression is
+        then 0 for every call of that binding (a step whose grid it is never launches)."""
+        factors, todo = [], [self.tree]
+        while todo:
+            node = todo.pop()
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+                todo += [node.left, node.right]
+            else:
+                factors.append(node)
+        try:
+            return any(_types_only(f) and _eval(f, {}, widths) == 0 for f in factors)
+        except DivisionByZero:
+            return False
+
     def constant(self) -> int | None:
         """The value when the expression reads no length, attribute or width (None otherwise);
         raises DivisionByZero as ``evaluate`` does."""
@@ -150,6 +166,14 @@ def parse_size(text: str, buffers: frozenset[str], attrs: frozenset[str], type_v
 def restore_size(text: str, lengths: frozenset[str], names: frozenset[str]) -> SizeExpr:
     """A SizeExpr from a snapshot: the text parsed again (it was checked when the file loaded)."""
     return SizeExpr(text, ast.parse(text.strip(), mode="eval").body, frozenset(lengths), frozenset(names))
+
+
+def _types_only(node: ast.expr) -> bool:
+    """Whether ``node`` reads only literals and widths (every name is a call's or the argument of
+    ``bits``/``is_float``), so its value is known once the types are."""
+    calls = [c for c in ast.walk(node) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)]
+    allowed = {id(c.func) for c in calls} | {id(c.args[0]) for c in calls if c.func.id in _OF_TYPE}
+    return all(id(n) in allowed for n in ast.walk(node) if isinstance(n, ast.Name))
 
 
 def _zero_divisor(op: ast.operator, right: ast.expr, label: str = "") -> None:
