@@ -43,8 +43,9 @@ TOKEN_RE: Final = re.compile(
 )
 
 # what a routine kernel's ``$name`` parameter may stand for: one name (an op id, an element such as
-# ``zero``, a type, ``true``/``false``), so a value is always exactly one name token
-PARAM_VALUE_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
+# ``zero``, a type, ``true``/``false``) or a whole number of up to 4 digits (``resident($res)``),
+# so a value is always exactly one name or integer token
+PARAM_VALUE_RE: Final = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*|[0-9]{1,4})\Z")
 
 Token = tuple[str, str, int]
 """kind (num: a suffixed literal, int: a number without suffix, name, str, punct, nl, eof), text,
@@ -87,10 +88,16 @@ def tokenize(src: str, filename: str) -> list[Token]:
 def fill_params(toks: list[Token], src: str, filename: str, params: Mapping[str, str] | None) -> None:
     """Resolve the ``$name`` segments of name tokens (routine kernels) in place: each becomes the
     parameter's value, which is one name, so the token stays one name token (``$combine`` an op
-    id, ``T.$identity`` an element constant such as ``T.zero``, ``$exclusive`` ``true``). Outside
-    a routine kernel (``params`` None), or for a parameter not given, a ``$`` is P001."""
+    id, ``T.$identity`` an element constant such as ``T.zero``, ``$exclusive`` ``true``), or a
+    whole number, which only a whole ``$name`` token may take and which makes it an integer token
+    (``resident($res)``). Outside a routine kernel (``params`` None), or for a parameter not
+    given, a ``$`` is P001."""
     for i, (kind, text, pos) in enumerate(toks):
         if kind != "name" or "$" not in text:
+            continue
+        value = params.get(text[1:], "") if params is not None and text.startswith("$") else ""
+        if value.isdigit() and PARAM_VALUE_RE.match(value):
+            toks[i] = ("int", value, pos)  # a whole number: an integer token where the kernel writes $name
             continue
         parts = []
         for seg in text.split("."):
@@ -104,6 +111,9 @@ def fill_params(toks: list[Token], src: str, filename: str, params: Mapping[str,
             elif name not in params or not PARAM_VALUE_RE.match(params[name]):
                 fail(src, filename, at, "P001", f"${name} is not a parameter given to this kernel",
                      "declare it in the kernel's params and give it in the routine's with")
+            elif params[name].isdigit():
+                fail(src, filename, at, "P001", f"${name} is the whole number {params[name]}, which stands only "
+                     "alone (resident($name)), not as part of a dotted name", "give it a name, or use it alone")
             else:
                 parts.append(params[name])
         toks[i] = (kind, ".".join(parts), pos)

@@ -170,7 +170,7 @@ class _Builder:
         for key, value in params.items():
             if not PARAM_NAME.match(key) or not PARAM_VALUE_RE.match(value):
                 self.bad("U007", f"with.{key}", f"with.{key} = {value[:60]!r} is not one name (an op id, an element, "
-                         "a type, true or false)", 'write with = { combine = "primitive.math.add", identity = "zero" }')
+                         "a type, true or false) or a whole number of up to 4 digits", 'write with = { combine = "primitive.math.add", identity = "zero" }')
                 return None
         return params
 

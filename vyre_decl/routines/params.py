@@ -3,8 +3,8 @@
 A parameter is one name token of the kernel (``lexer.fill_params`` resolves it when the kernel is
 parsed), so what it may stand for follows from where it stands: before ``(`` it is an op the
 kernel calls (``$combine(a, b)``), after ``atomic`` an atomic op, after a type and a dot an
-element (``T.$identity``), after ``as`` or an access mode a type, and anywhere else a value
-(``true``/``false``). ``check_value`` holds a routine's ``with`` value against those uses and the
+element (``T.$identity``), after ``as`` or an access mode a type, in ``resident(...)`` a count
+(a whole number of workgroups), and anywhere else a value (``true``/``false``). ``check_value`` holds a routine's ``with`` value against those uses and the
 registry at load, so a misspelt op id, an atomic op where a kernel calls a plain one, or
 ``gid.x`` for an op is reported naming the file, the routine and ``with.<name>``, with a
 did-you-mean, before any kernel is parsed for a binding.
@@ -16,14 +16,14 @@ import difflib
 from typing import Final, Mapping
 
 from ..ir.lexer import tokenize
-from ..ir.nodes import Access
+from ..ir.nodes import MAX_RESIDENT, Access
 from ..ir.scalars import ELEMENTS
 from ..ir.types import DataType
 from ..registry import Registry
 
 __all__ = ["param_uses", "check_value", "mixed_uses", "KINDS"]
 
-KINDS: Final = ("op", "atomic", "element", "type", "value")
+KINDS: Final = ("op", "atomic", "element", "type", "count", "value")
 _TYPE_BEFORE: Final = frozenset({"as", ":"} | {a.value for a in Access})
 _TYPES: Final = tuple(t.value for t in DataType)
 _VALUES: Final = ("true", "false")
@@ -51,6 +51,8 @@ def param_uses(source: str, where: str) -> dict[str, frozenset[str]]:
                 use = "atomic" if prev == "atomic" or prev.startswith("atomic.") else "op"  # atomic.acq_rel $op(...)
             elif prev == "(" and i > 1 and toks[i - 2][1].startswith("workgroup."):
                 use = "op"  # workgroup.reduce($combine, v, part): a collective's OP (ir/wgcollect.py)
+            elif prev == "(" and i > 1 and toks[i - 2][1] == "resident":
+                use = "count"  # resident($res): workgroups a multiprocessor (docs/semantics.md, "Residency")
             elif prev in _TYPE_BEFORE:
                 use = "type"
             else:
@@ -89,6 +91,9 @@ def check_value(value: str, uses: frozenset[str], registry: Registry) -> tuple[s
                     f"{_near(value, ELEMENTS)}use one of {', '.join(ELEMENTS)}")
         elif use == "type" and value not in _TYPES:
             return f"{value!r} is not a type (the kernel uses it as one)", f"{_near(value, _TYPES)}use one of {', '.join(_TYPES)}"
+        elif use == "count" and not (value.isascii() and value.isdigit() and 1 <= int(value) <= MAX_RESIDENT):
+            return (f"{value!r} is not a whole number of workgroups from 1 to {MAX_RESIDENT} (the kernel writes "
+                    "resident($name))", 'write a whole number such as "4" (docs/semantics.md, "Residency")')
         elif use == "value" and value not in _VALUES:
             return f"{value!r} is not true or false (the kernel uses it as a value)", "write \"true\" or \"false\""
     return None
