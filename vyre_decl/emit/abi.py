@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.nodes import Access, BufferDecl, Program
-from ..ir.wgmem import dynamic_workgroup_bytes
+from ..ir.wgmem import dynamic_workgroup_bytes, live_workgroup_arrays
 from .target import Target
 
 __all__ = ["AbiParam", "KernelABI", "PtxModule", "kernel_abi", "shared_words", "VECTOR_LANES"]
@@ -69,5 +69,7 @@ def kernel_abi(program: Program) -> KernelABI:
     params = tuple(AbiParam(f"p_{b.name}", "ptr", b.name) for b in buffers)
     params += tuple(AbiParam(f"n_{b.name}", "len", b.name) for b in buffers)
     dynamic = dynamic_workgroup_bytes(program)
-    shared = 0 if dynamic else sum(shared_words(b) * 4 for b in program.buffers if b.access is Access.WORKGROUP)
+    live = live_workgroup_arrays(program)  # the arrays the body may touch (ir/wgmem.py)
+    shared = 0 if dynamic else sum(shared_words(b) * 4 for b in program.buffers
+                                   if b.access is Access.WORKGROUP and b.name in live)
     return KernelABI(f"vyre_{program.name}", params, shared, dynamic)

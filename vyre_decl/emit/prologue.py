@@ -9,6 +9,7 @@ from typing import Final
 from ..ir.diagnostics import VyreError
 from ..ir.nodes import AXES, Access, Atomic, BufferDecl, BufLen, Copy, Id, IdKind, Load, Op, Program, Store, Wait
 from ..ir.subgroup import SUBGROUP_SIZE
+from ..ir.wgmem import live_workgroup_arrays
 from ..ir.types import DataType
 from ..ir.walk import body_exprs, statements
 from ..registry import Registry
@@ -41,7 +42,8 @@ class _Prologue(_PrivateMemory):
         private = [b for b in self.program.buffers if b.access is Access.PRIVATE]
         if private:
             self._zero_private(private)
-        shared = [b for b in self.program.buffers if b.access is Access.WORKGROUP]
+        live = live_workgroup_arrays(self.program)  # an array nothing that may run touches is left out
+        shared = [b for b in self.program.buffers if b.access is Access.WORKGROUP and b.name in live]
         if shared:
             self._zero_shared(shared)
 

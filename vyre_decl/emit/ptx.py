@@ -360,6 +360,9 @@ class _Emitter(_Prologue, _OrderedMemory, _VectorCopy, _ProvenBounds):
 
     def if_(self, n: If, path: str) -> None:
         self.comment(f"{path}: if {print_expr(n.cond)}")
+        if isinstance(n.cond, Lit):  # only the branch it takes (ir/wgmem.live_statements)
+            self.body(n.then if n.cond.bits else n.otherwise, f"{path}.{'then' if n.cond.bits else 'otherwise'}")
+            return
         c, _, _ = self.expr(n.cond)
         other, end = self.label("else"), self.label("endif")
         self.emit(f"@!{c} bra {other};")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Final
 
 from ..ir.nodes import Access, Program
-from ..ir.wgmem import WORKGROUP_ALIGN, dynamic_workgroup_bytes, workgroup_layout
+from ..ir.wgmem import WORKGROUP_ALIGN, dynamic_workgroup_bytes, live_workgroup_arrays, workgroup_layout
 from .abi import shared_words
 
 __all__ = ["DYNAMIC_SYMBOL", "module_declarations", "entry_declarations", "shared_address"]
@@ -30,11 +30,12 @@ def module_declarations(program: Program) -> list[str]:
 
 
 def entry_declarations(program: Program) -> list[str]:
-    """The entry's static ``.shared`` arrays (none for a large program)."""
+    """The entry's static ``.shared`` arrays (none for a large program): those the body may touch."""
     if _dynamic(program):
         return []
+    live = live_workgroup_arrays(program)
     return [f"\t.shared .align {WORKGROUP_ALIGN} .b8 wg_{b.name}[{shared_words(b) * 4}];"
-            for b in program.buffers if b.access is Access.WORKGROUP]
+            for b in program.buffers if b.access is Access.WORKGROUP and b.name in live]
 
 
 def shared_address(program: Program, name: str, reg: str) -> list[str]:
