@@ -101,3 +101,12 @@ def test_parsed_directly_a_value_out_of_range_is_p016_at_the_parameter():
     (d,) = exc.value.diagnostics
     assert d.code == "P001" and d.location == "k.vyre:3:16" and "whole number" in d.message
 
+
+def test_sort_keys_only_and_pairs_bind_different_residencies():
+    def sweep(rid: str, dtypes: tuple[str, ...]) -> int:
+        compiled = routine(rid).compiled([np.dtype(d) for d in dtypes])
+        (res,) = {p.resident for s, p in compiled.programs.items() if s.kernel == "sweep"}
+        return res
+
+    assert sweep("sort.radix", ("uint32",)) == 5
+    assert sweep("sort.radix_pairs", ("uint32", "uint32")) == 4
