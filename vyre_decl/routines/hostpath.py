@@ -1,6 +1,6 @@
 """The fast host path of routines on the reference backend: steps whose kernel has a known
 combination structure — ``reduce.blocks`` (chunks, 256 strided accumulators, a binary tree),
-``scan.offsets`` and ``scan.tiles`` (the tiled scan) and the radix sort (``sort.copy`` and a run of
+``scan.offsets`` and ``scan.tiles`` (the tiled scan), ``scan.singlef`` (its order in routines/hostscan.py) and the radix sort (``sort.copy`` and a run of
 ``sort.count``/``scan.tiles``/``sort.scatter``/``sort.advance`` or ``sort.hist``/``sort.sweep`` passes: a stable sort by the digits
 it covers) — are computed with whole-array numpy operations in exactly the kernels' order. This
 module knows that order only: every combination is the registry op the routine names (``with.combine``,
@@ -31,6 +31,7 @@ from ..reference.kernels import KERNELS, ufunc
 from ..registry.references import REFERENCES, UFUNC
 from ..registry import Registry
 from .hostlaws import blocks_any_order, free_any_order, free_order
+from .hostscan import TILE, hillis_steele, shifted, singlef_scan
 from .model import StepDef
 from .runner import CompiledRoutine
 
@@ -299,24 +300,6 @@ def _blocks(ops: _Ops, args: Sequence[str], grid: int, env: dict[str, np.ndarray
     return True
 
 
-def _shifted(values: np.ndarray, d: int, ident: Any) -> np.ndarray:
-    """Along the last axis: entry t holds values[t - d], the identity for t < d."""
-    out = np.empty_like(values)
-    out[..., :d] = ident
-    out[..., d:] = values[..., :-d]
-    return out
-
-
-def _hillis_steele(combine: Fn, values: np.ndarray, ident: Any) -> np.ndarray:
-    """The inclusive scan of the last axis (256 entries): step d combines entry t - d (the
-    identity for t < d) into entry t, d = 1, 2, 4, ..., 128."""
-    d = 1
-    while d < values.shape[-1]:
-        values = np.asarray(combine((_shifted(values, d, ident), values)))
-        d *= 2
-    return values
-
-
 def _offsets(ops: _Ops, args: Sequence[str], grid: int, env: dict[str, np.ndarray]) -> bool:
     """scan.offsets: part := the exclusive scan of part, one workgroup (docs/routines.md)."""
     part = env[args[0]]
@@ -331,7 +314,7 @@ def _offsets(ops: _Ops, args: Sequence[str], grid: int, env: dict[str, np.ndarra
     fold = np.full(256, ident, part.dtype)
     for k in range(per):
         fold = np.where(valid[:, k], combine((fold, padded[:, k])), fold)
-    run = _shifted(_hillis_steele(combine, fold, ident), 1, ident)
+    run = shifted(hillis_steele(combine, fold, ident), 1, ident)
     out = np.empty_like(padded)
     for k in range(per):
         out[:, k] = run
@@ -374,8 +357,8 @@ def _scan_chunks(combine: Fn, ident: Any, exclusive: bool, lifted: np.ndarray, c
     s = [v[..., 0]]
     for r in range(1, 4):
         s.append(np.asarray(combine((s[-1], v[..., r]))))
-    tot = _hillis_steele(combine, s[3], ident)
-    before = _shifted(tot, 1, ident)
+    tot = hillis_steele(combine, s[3], ident)
+    before = shifted(tot, 1, ident)
     carry = np.empty((groups, tiles), v.dtype)
     carry[:, 0] = offs
     for k in range(1, tiles):
@@ -407,9 +390,20 @@ def _single(ops: _Ops, args: Sequence[str], grid: int, env: dict[str, np.ndarray
     return True
 
 
+def _singlef(ops: _Ops, args: Sequence[str], grid: int, env: dict[str, np.ndarray]) -> bool:
+    """scan.singlef (one pass, 32-bit floats, an order fixed by the length): hostscan's order. Its
+    look-back scratch (``desc``) is left as it was."""
+    src, aux = env[args[0]], env[args[1]]
+    if not ops.plain("T", "A") or grid != -(-src.size // TILE) or aux.size:
+        return False
+    lifted = np.asarray(ops.lift()((src, np.zeros((), src.dtype)[()])))
+    env[args[-1]] = singlef_scan(ops.combine(), ops.element("A", "identity"), ops.params["exclusive"] == "true", lifted)
+    return True
+
+
 _HANDLERS: dict[str, Callable[[_Ops, Sequence[str], int, dict[str, np.ndarray]], bool]] = {
     "reduce.blocks": _blocks, "scan.offsets": _offsets, "scan.tiles": _tiles, "scan.single": _single,
-    "scan.single32": _single}
+    "scan.single32": _single, "scan.singlef": _singlef}
 
 
 def _qualified(compiled: CompiledRoutine, step: StepDef) -> str:

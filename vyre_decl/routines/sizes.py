@@ -171,8 +171,8 @@ def restore_size(text: str, lengths: frozenset[str], names: frozenset[str]) -> S
 def _types_only(node: ast.expr) -> bool:
     """Whether ``node`` reads only literals and widths (every name is a call's or the argument of
     ``bits``/``is_float``), so its value is known once the types are."""
-    calls = [c for c in ast.walk(node) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)]
-    allowed = {id(c.func) for c in calls} | {id(c.args[0]) for c in calls if c.func.id in _OF_TYPE}
+    calls = [(c, c.func.id) for c in ast.walk(node) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)]
+    allowed = {id(c.func) for c, _ in calls} | {id(c.args[0]) for c, name in calls if name in _OF_TYPE}
     return all(id(n) in allowed for n in ast.walk(node) if isinstance(n, ast.Name))
 
 
