@@ -1,7 +1,7 @@
 """The cooperative routines on subgroup ops (issue 28): the 8-bit-digit radix sort (ranked by
 match_any), compaction by one ballot per subgroup and 32 elements, and histograms aggregated in a
 subgroup before the atomics. Sizes cross the sort's tiles (the keys a sweep workgroup exchanges:
-4096), the chunks (4096 keys and more a workgroup) and partial subgroups; values are compared by
+6144), the chunks (4096 keys and more a workgroup) and partial subgroups; values are compared by
 their bits (NaN payloads, -0.0); the CUDA backend (marked gpu; the simulated device on a machine
 without one) gives the reference's bits."""
 
@@ -14,7 +14,8 @@ from vyre_decl.backends.cuda import cuda_available
 from vyre_decl.routines import routine
 
 GPU = pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU: libcuda.so.1 cannot be loaded or reports no device")
-SIZES = [0, 1, 33, 2048, 2049, 4096, 4097, 9000]  # across sweep tiles of 2048 or 4096 keys; 9000: the last one short
+# across sweep tiles of 6144 keys (and chunks of 4096); 13000: 3 tiles, the last one short
+SIZES = [0, 1, 33, 2048, 2049, 4096, 4097, 6144, 6145, 13000]
 
 
 def _keys(dtype: type, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -71,7 +72,7 @@ def test_one_histogram_then_one_sweep_per_8_bit_digit(rid, key, passes, registry
     assert first.args[0] == "keys"
 
 
-@pytest.mark.parametrize("n", [5, 4097])
+@pytest.mark.parametrize("n", [5, 6145])
 def test_topk_takes_the_largest_keys_lower_index_first(n):
     keys = _keys(np.uint32, n, np.random.default_rng(n))
     keys[: n // 2] = 3  # many ties
@@ -124,11 +125,11 @@ def _same(a, b) -> bool:
 
 
 def _gpu_calls():
-    for n in (2049, 4097, 9000):
+    for n in (2049, 6145, 13000):  # 1, 2 and 3 sweep tiles of 6144 keys
         yield pytest.param("sort.radix_pairs", _sort_case(np.uint32, n, n), {}, id=f"pairs-u32-{n}")
     yield pytest.param("sort.radix_pairs", _sort_case(np.uint64, 9000, 3), {}, id="pairs-u64-9000")
-    yield pytest.param("sort.radix", _sort_case(np.uint32, 9000, 4)[:1], {}, id="radix-u32-9000")
-    yield pytest.param("sort.topk", _sort_case(np.uint32, 4097, 5)[:1], {"k": 7}, id="topk-4097")
+    yield pytest.param("sort.radix", _sort_case(np.uint32, 13000, 4)[:1], {}, id="radix-u32-13000")
+    yield pytest.param("sort.topk", _sort_case(np.uint32, 6145, 5)[:1], {"k": 7}, id="topk-6145")
     yield pytest.param("data.compact", [_mask_case(np.float32, 20000, 6, 0.5)], {}, id="compact-f32-20000")
     b = np.random.default_rng(7).integers(0, 256, 140000).astype(np.uint8)
     b[:70000] = 9

@@ -2,7 +2,7 @@
 its missing keys are all-ones keys (digit 255 in every pass), so they take the tile's last places
 and are never written, and the tile's published count of digit 255 leaves them out. Keys all of
 digit 0 (what a missing key loaded as 0 would have), all of digit 255, and a mix, at sizes that
-leave 1, 33 and 4095 keys in the last tile (4096-key tiles), give the reference's bits, which equal
+leave 1, 33 and 6143 keys in the last tile (6144-key tiles), give the reference's bits, which equal
 numpy's stable sort."""
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ def _same(a, b) -> bool:
     return all(x.dtype == y.dtype and x.tobytes() == y.tobytes() for x, y in zip(a, b))
 
 
-CASES = [("sort.radix", "zeros", 4097), ("sort.radix", "mix", 4096 + 33), ("sort.radix", "mix", 8191),
-         ("sort.radix_pairs", "zeros", 33), ("sort.radix_pairs", "mix", 4097), ("sort.topk", "max", 4096 + 33),
-         ("sort.topk", "mix", 4097)]
+CASES = [("sort.radix", "zeros", 6145), ("sort.radix", "mix", 6144 + 33), ("sort.radix", "mix", 12287),
+         ("sort.radix_pairs", "zeros", 33), ("sort.radix_pairs", "mix", 6145), ("sort.topk", "max", 6144 + 33),
+         ("sort.topk", "mix", 6145)]
 
 
 @pytest.mark.gpu
