@@ -260,3 +260,24 @@ def test_the_keys_only_sweep_leaves_the_value_code_out():
     keys_regs, keys_bytes = _sweep_ptxas("sort.radix", ["uint32"])
     pairs_regs, pairs_bytes = _sweep_ptxas("sort.radix_pairs", ["uint32", "uint32"])
     assert keys_bytes < pairs_bytes and keys_regs <= pairs_regs
+
+
+@pytest.mark.parametrize("rid", ["sort.radix", "sort.radix_pairs", "sort.topk"])
+def test_lengths_whose_last_tile_would_wrap_u32_indices_are_refused(rid, registry):
+    """With tiles of 6144 keys the last tile's places run to T * 6144 - 1, past 2^32 - 1 (a wrapped
+    index would load or store a real element) above 699050 * 6144 keys: U017 names the bound."""
+    from vyre_decl.ir.diagnostics import VyreError
+    from vyre_decl.routines import CompiledRoutine, routines
+
+    d = routines()[rid]
+    compiled = CompiledRoutine(d, next(iter(d.bindings())), registry)
+    attrs = {"k": 3} if rid == "sort.topk" else {}
+    for n, refused in ((699050 * 6144, False), (699050 * 6144 + 1, True), (2**32 - 1, True)):
+        lengths = {"keys": n} | ({"vals": n} if rid == "sort.radix_pairs" else {})
+        try:
+            compiled.scope(lengths, attrs)
+            codes = []
+        except VyreError as e:
+            codes = e.codes
+            assert not refused or "len(keys) <= 4294963200" in str(e), str(e)
+        assert ("U017" in codes) == refused, (n, codes)
