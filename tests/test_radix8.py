@@ -255,8 +255,8 @@ def _has_ptxas() -> bool:
 def test_the_keys_only_sweep_leaves_the_value_code_out():
     """sort.radix binds the sweep's moves = false, so no value is loaded, kept or stored: a smaller
     cubin than the same kernel moving u32 values, and no more registers (values are loaded only
-    after the keys are written, so the ranking holds none: 48 and 64 with ptxas 13.0, the caps
-    of the resident(5) sort.radix binds and the resident(4) of sort.radix_pairs)."""
+    after the keys are written, so the ranking holds none: 64 and 64 with ptxas 13.0, the cap
+    of the resident(4) sort.radix binds; sort.radix_pairs' resident(2) would allow 128)."""
     keys_regs, keys_bytes = _sweep_ptxas("sort.radix", ["uint32"])
     pairs_regs, pairs_bytes = _sweep_ptxas("sort.radix_pairs", ["uint32", "uint32"])
     assert keys_bytes < pairs_bytes and keys_regs <= pairs_regs
