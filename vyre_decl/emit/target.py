@@ -17,7 +17,7 @@ from ..ir.diagnostics import VyreError
 __all__ = ["Target", "choose_target", "target_candidates", "pick_target", "probe_module", "parse_target", "driver_max_ptx", "EMITTER_CONTRACT", "MIN_SM", "DEFAULT_TARGET"]
 
 # Changes whenever a lowering rule changes (it is part of every PTX cache key).
-EMITTER_CONTRACT: Final = "vyre_decl.ptx/5"
+EMITTER_CONTRACT: Final = "vyre_decl.ptx/6"
 
 # Lowest compute capability we emit for (CUDA 13's ptxas no longer assembles for sm_70). Below
 # sm_80, bf16 stores are rounded with integer instructions and op templates that need sm_80 give
