@@ -396,7 +396,7 @@ def _singlef(ops: _Ops, args: Sequence[str], grid: int, env: dict[str, np.ndarra
     src, aux = env[args[0]], env[args[1]]
     if not ops.plain("T", "A") or grid != -(-src.size // TILE) or aux.size:
         return False
-    lifted = np.asarray(ops.lift()((src, np.zeros((), src.dtype)[()])))
+    lifted = np.asarray(ops.lift_for(aux)((src, ops.aux_values(aux, src.size, spread=False))))
     env[args[-1]] = singlef_scan(ops.combine(), ops.element("A", "identity"), ops.params["exclusive"] == "true", lifted)
     return True
 
